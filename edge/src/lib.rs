@@ -1,0 +1,1 @@
+//! Public agent API and MCP server, deployed as a Cloudflare Worker.

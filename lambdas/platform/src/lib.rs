@@ -1,0 +1,1 @@
+//! Companion integration platform: domain, DynamoDB store, REST and MCP routers.

@@ -1,0 +1,1 @@
+//! The loopback-only engine API (GET /health /frame /anomaly /fall /baseline).

@@ -1,0 +1,5 @@
+//! Presence-sensing local agent: turns Wi-Fi CSI into presence, motion, vitals and range estimates,
+//! serves them on a loopback-only engine API, runs the sensor hub and pushes Away Alerts.
+
+pub mod engine;
+pub mod sensing;

@@ -1,0 +1,1 @@
+//! Signal-processing building blocks shared by the estimators.

@@ -1,0 +1,10 @@
+//! The sensing pipeline: CSI frames in, honest estimates out.
+
+pub mod csi;
+pub mod dsp;
+pub mod motion;
+pub mod pipeline;
+pub mod presence;
+pub mod range;
+pub mod source;
+pub mod vitals;

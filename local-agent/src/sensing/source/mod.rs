@@ -1,0 +1,4 @@
+//! Where CSI frames come from: the embedded simulator, recorded files, or live nodes via the hub.
+
+pub mod replay;
+pub mod simulator;
