@@ -41,6 +41,20 @@ pub struct SimConfig {
     pub script: Vec<Segment>,
 }
 
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            rate_hz: 100.0,
+            node_id: "sim-1".to_string(),
+            script: vec![Segment {
+                duration_s: 60.0,
+                activity: Activity::Absent,
+            }],
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Simulator {
     config: SimConfig,
