@@ -1,1 +1,3 @@
 //! Companion integration platform: domain, DynamoDB store, REST and MCP routers.
+
+pub mod store;

@@ -1,0 +1,10 @@
+provider "aws" {
+  region = var.region
+
+  default_tags {
+    tags = {
+      project = var.name
+      managed = "terraform"
+    }
+  }
+}
