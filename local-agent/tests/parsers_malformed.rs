@@ -243,3 +243,17 @@ fn replay_of_a_missing_or_corrupt_file_is_an_error() {
     assert!(err.to_string().contains("corrupt.npz"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Regression (fuzz `jsonl_line`): error messages quoting multibyte input were cut with
+/// `String::truncate` mid-character, which panics.
+#[test]
+fn json_errors_quoting_multibyte_text_do_not_panic() {
+    for n in 30..50 {
+        let line = format!(
+            "{{\"timestamp\":\"{}\", \"node_id\": 1}}",
+            "\u{FFFD}".repeat(n)
+        );
+        assert_eq!(reason_of(parse_jsonl_line(&line)), "json");
+        assert_eq!(reason_of(parse_text_line(&line)), "json");
+    }
+}
