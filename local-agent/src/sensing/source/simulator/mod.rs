@@ -193,7 +193,7 @@ impl Default for SimConfig {
             agc: AgcModel::default(),
             phase_offsets: true,
             breathing_depth_m: 0.006,
-            heart_depth_m: 0.0004,
+            heart_depth_m: 0.0005,
             body_reflectivity_m: 0.45,
             amplitude_rms: 28.0,
             timestamp_jitter_s: 0.0,
@@ -231,6 +231,12 @@ fn posture_reflectivity(posture: Posture) -> f64 {
         Posture::LyingFloor => 0.55,
     }
 }
+
+/// Slow postural drift of a still person (standard deviation and memory). It moves the body
+/// path's phase relative to the static channel by a fraction of a radian over minutes, so the
+/// amplitude blind spots where a heartbeat vanishes come and go as they do in real rooms.
+const POSTURAL_SWAY_M: f64 = 0.004;
+const POSTURAL_SWAY_TAU_S: f64 = 45.0;
 
 /// Amplitude reflection coefficient of a plastered wall at 2.4 GHz.
 const WALL_REFLECTION: f64 = 0.5;
@@ -451,7 +457,7 @@ impl Simulator {
         // Gait: cadence rises with speed; the chest bobs twice per stride.
         let gait = speed.min(1.3);
         body.stride_phase = (body.stride_phase + dt * 0.95 * gait.sqrt()).fract();
-        body.sway = ou_step(body.sway, dt, 30.0, rng);
+        body.sway = ou_step(body.sway, dt, POSTURAL_SWAY_TAU_S, rng);
         if let Some(v) = kinematics.vitals {
             body.last_vitals = v;
         }
@@ -471,7 +477,11 @@ impl Simulator {
 
         let normal = kinematics.normal;
         let still = kinematics.action == BodyAction::Still;
-        let sway_m = if still { 0.0015 * body.sway } else { 0.0 };
+        let sway_m = if still {
+            POSTURAL_SWAY_M * body.sway
+        } else {
+            0.0
+        };
         let bob_m = 0.025 * gait * (TAU * 2.0 * body.stride_phase).sin();
         let chest = [
             body.xy[0] + normal[0] * sway_m,
