@@ -238,8 +238,8 @@ fn posture_reflectivity(posture: Posture) -> f64 {
 const POSTURAL_SWAY_M: f64 = 0.004;
 const POSTURAL_SWAY_TAU_S: f64 = 45.0;
 
-/// Amplitude reflection coefficient of a plastered wall at 2.4 GHz.
-const WALL_REFLECTION: f64 = 0.5;
+/// Amplitude reflection coefficient of walls and floor at 2.4 GHz.
+const WALL_REFLECTION: f64 = 0.6;
 
 /// The person's physical state between frames.
 #[derive(Debug, Clone)]
@@ -265,9 +265,12 @@ struct Scatterer {
 struct BodyFrame {
     torso: Scatterer,
     limbs: Scatterer,
+    /// Head and hips/legs: the body is 1.7 m long, so tilting it (falling, lying down) changes
+    /// these paths by up to a metre while the chest path changes far less.
+    extremities: [Scatterer; 2],
     /// The torso seen via the walls: the body lights up the room, so it reaches the receiver
     /// along more than one path, each moving differently as the person walks.
-    echoes: [Scatterer; 2],
+    echoes: [Scatterer; 3],
     los_factor: f64,
 }
 
@@ -516,6 +519,24 @@ impl Simulator {
         let limb_amplitude = base_amplitude * (0.4 * gait.min(1.0) + 0.8 * flail);
         let limb_path =
             room::norm(room::sub(limb_point, room.tx)) + room::norm(room::sub(limb_point, room.rx));
+        let (sin_tilt, cos_tilt) = (kinematics.tilt * std::f64::consts::FRAC_PI_2).sin_cos();
+        let axis = [
+            kinematics.lying_dir[0] * sin_tilt,
+            kinematics.lying_dir[1] * sin_tilt,
+            cos_tilt,
+        ];
+        let extremity = |offset_m: f64, share: f64| {
+            let p = [
+                chest[0] + axis[0] * offset_m,
+                chest[1] + axis[1] * offset_m,
+                chest[2] + axis[2] * offset_m,
+            ];
+            Scatterer {
+                amplitude: base_amplitude * share,
+                path_m: room::norm(room::sub(p, room.tx)) + room::norm(room::sub(p, room.rx)),
+            }
+        };
+        let extremities = [extremity(0.4, 0.35), extremity(-0.5, 0.6)];
         let echoes = room
             .wall_echoes(chest)
             .map(|(path_m, spreading)| Scatterer {
@@ -566,6 +587,7 @@ impl Simulator {
                 amplitude: limb_amplitude,
                 path_m: limb_path,
             },
+            extremities,
             echoes,
             // Outside the room the wall, not the body, is in the way.
             los_factor: if visibility > 0.0 {
@@ -587,7 +609,11 @@ impl Simulator {
             *h = channel.total[u] + channel.direct[u] * shadow + channel.creeping[u] * creep;
         }
         let indices = &self.layout.indices;
-        for s in [body.torso, body.limbs, body.echoes[0], body.echoes[1]] {
+        let paths = [body.torso, body.limbs]
+            .into_iter()
+            .chain(body.extremities)
+            .chain(body.echoes);
+        for s in paths {
             add_path(
                 &mut self.channel_scratch,
                 indices,
