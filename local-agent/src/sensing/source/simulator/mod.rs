@@ -3,11 +3,13 @@
 //! It is the data users see before they connect a node and the ground truth of every accuracy
 //! test, so it models what makes real CSI hard rather than what makes it easy:
 //!
-//! - **Static multipath** drawn from the seed (a direct path and 5–8 reflections), evaluated on
-//!   the real subcarrier grid (`f_c + k · 312.5 kHz`) with null, guard and DC slots exactly zero.
-//! - **One body path** whose length follows the person (walking, sitting, lying, falling) through
-//!   the room geometry, a second limb path while walking or flailing, and shadowing of the
-//!   direct path when the body stands in its Fresnel zone.
+//! - **Static multipath** drawn from the seed (a direct path and 6–10 reflections, Rician K ≈ 0
+//!   dB), evaluated on the real subcarrier grid (`f_c + k · 312.5 kHz`) with null, guard and DC
+//!   slots exactly zero, plus a weak creeping reflection so an empty room is never frozen.
+//! - **The body** as chest, head and hip scatterers (the axis tilts when lying or falling),
+//!   swinging or flailing limbs, and the chest's echoes off two walls and the floor; all path
+//!   lengths follow the person through the room geometry, and the body shadows the direct path
+//!   when it stands in its Fresnel zone.
 //! - **Chest motion**: irregular breathing (mm) and a heartbeat (sub-mm) moving the body-path
 //!   phase by `2π · ΔL / λ`, scaled by the bistatic geometry of where the person is.
 //! - **Receiver impairments**: complex Gaussian noise at a fixed SNR, AGC gain steps and glitches
@@ -142,12 +144,17 @@ pub struct GroundTruth {
     pub t_s: f64,
 }
 
+/// Everything that defines a simulation. Two equal configs give bit-identical frames; build it
+/// with `..SimConfig::default()` so new fields never break callers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
+    /// Seeds the room's multipath, the person's choices and every noise source.
     pub seed: u64,
     /// Nominal packet rate; with jitter and loss the measured rate differs, as on real links.
     pub rate_hz: f64,
+    /// `CsiFrame::node_id` of every frame.
     pub node_id: String,
+    /// The scene, played once from `t = 0`; see [`scene`] for named ones.
     pub script: Vec<Segment>,
     /// Buffer slots per frame: 64 (HT20 LLTF), 128 (+HT-LTF), 192 (+STBC), or any count as one
     /// centred block.
@@ -156,6 +163,7 @@ pub struct SimConfig {
     pub channel: u16,
     /// Mean signal-to-noise ratio over the valid subcarriers, dB. Faded subcarriers get less.
     pub snr_db: f64,
+    /// Receiver gain behaviour; the default is an unlocked classic ESP32.
     pub agc: AgcModel,
     /// Random common phase and timing-offset slope per packet, as every ESP32 packet has (no
     /// shared clock with the transmitter). Raw per-subcarrier phase is then meaningless without
@@ -174,6 +182,7 @@ pub struct SimConfig {
     pub timestamp_jitter_s: f64,
     /// Probability that a packet is lost.
     pub packet_loss: f64,
+    /// Geometry of the link, furniture and door.
     pub room: Room,
 }
 
@@ -274,6 +283,8 @@ struct BodyFrame {
     los_factor: f64,
 }
 
+/// Plays a [`SimConfig`]: one frame per packet, each with its ground truth. Also an
+/// `Iterator` over `(CsiFrame, GroundTruth)`.
 #[derive(Debug)]
 pub struct Simulator {
     config: SimConfig,
@@ -299,6 +310,8 @@ pub struct Simulator {
 }
 
 impl Simulator {
+    /// Precomputes the static channel; any config is accepted (a non-positive or non-finite
+    /// rate, or an empty script, simply yields no frames).
     pub fn new(config: SimConfig) -> Self {
         let stream = |n| {
             let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
