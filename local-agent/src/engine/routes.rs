@@ -93,7 +93,7 @@ pub fn frame(snap: &Snapshot) -> FrameRecord {
         ts: format!("{:.3}", snap.published_at),
         tick: snap.tick,
         present: e.present,
-        motion: finite_or_zero(e.motion),
+        motion: unit_interval(e.motion),
         live: snap.source.is_live(),
         source: snap.source,
         csi_connected: snap.csi_connected(),
@@ -113,9 +113,14 @@ fn finite(v: Option<f64>) -> Option<f64> {
     v.filter(|x| x.is_finite())
 }
 
-/// Motion is always reported; a non-finite value (a pipeline bug) reads as still, not as a crash.
-fn finite_or_zero(v: f64) -> f64 {
-    if v.is_finite() { v } else { 0.0 }
+/// Motion is always reported and the contract bounds it to 0..1; a non-finite value (a pipeline
+/// bug) reads as still rather than breaking the JSON.
+fn unit_interval(v: f64) -> f64 {
+    if v.is_finite() {
+        v.clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
 }
 
 fn round3(v: f64) -> f64 {
