@@ -190,8 +190,8 @@ fn replay(args: &ReplayArgs) -> Result<(), CliError> {
     if !(args.window_s.is_finite() && args.window_s > 0.0) {
         return Err(CliError::BadWindow(args.window_s));
     }
-    let records = source::open_recording(&args.file)?;
-    let report = report::evaluate(records, args.window_s, PipelineConfig::default());
+    let mut recording = source::open_recording(&args.file)?;
+    let report = report::evaluate_replay(&mut recording, args.window_s, PipelineConfig::default());
     let text = if args.json {
         serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))?
     } else {

@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::source::RecordOutcome;
+use crate::sensing::csi::CsiFrame;
 use crate::sensing::pipeline::{Estimates, Pipeline, PipelineConfig};
+use crate::sensing::source::replay::ReplaySource;
 
 /// Estimates sampled at the end of one window of source time.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -31,9 +32,17 @@ pub struct WindowRow {
 /// Totals over the whole recording.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
+    /// Records read from the file (lines, or packets of an `.npz`).
+    pub records: u64,
     pub frames: u64,
+    /// Valid records without CSI (vitals or feature lines, serial log lines).
+    pub skipped: u64,
+    pub skipped_by_kind: BTreeMap<String, u64>,
+    /// Malformed records.
     pub rejected: u64,
     pub rejected_by_reason: BTreeMap<String, u64>,
+    /// A read error that ended the file early.
+    pub io_error: Option<String>,
     /// Source seconds from the first to the last frame.
     pub duration_s: f64,
     /// Share of frames after which the pipeline reported someone present.
@@ -52,10 +61,33 @@ pub struct Report {
     pub summary: Summary,
 }
 
-/// Runs `records` through a fresh pipeline, sampling the estimates every `window_s` seconds of
+/// Plays a whole recording through a fresh pipeline; the summary carries the reader's counts of
+/// skipped and rejected records.
+pub fn evaluate_replay(source: &mut ReplaySource, window_s: f64, config: PipelineConfig) -> Report {
+    let mut report = evaluate(std::iter::from_fn(|| source.next_frame()), window_s, config);
+    let stats = source.stats();
+    let s = &mut report.summary;
+    s.records = stats.records;
+    s.skipped = stats.skipped;
+    s.skipped_by_kind = stats
+        .skipped_by_kind
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), *v))
+        .collect();
+    s.rejected = stats.rejected();
+    s.rejected_by_reason = stats
+        .rejected_by_reason
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), *v))
+        .collect();
+    s.io_error = stats.io_error.clone();
+    report
+}
+
+/// Runs `frames` through a fresh pipeline, sampling the estimates every `window_s` seconds of
 /// source time. A non-positive or non-finite window falls back to 10 s.
 pub fn evaluate(
-    records: impl IntoIterator<Item = RecordOutcome>,
+    frames: impl IntoIterator<Item = CsiFrame>,
     window_s: f64,
     config: PipelineConfig,
 ) -> Report {
@@ -66,22 +98,12 @@ pub fn evaluate(
     };
     let mut pipeline = Pipeline::new(config);
     let mut windows = Vec::new();
-    let mut rejected_by_reason: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut frames, mut rejected, mut present_frames, mut window_frames) =
-        (0_u64, 0_u64, 0_u64, 0_u64);
+    let (mut count, mut present_frames, mut window_frames) = (0_u64, 0_u64, 0_u64);
     let mut first_t: Option<f64> = None;
     let mut last_t = 0.0_f64;
     let mut next_edge = window_s;
 
-    for record in records {
-        let frame = match record {
-            RecordOutcome::Frame(frame) => frame,
-            RecordOutcome::Rejected { reason } => {
-                rejected += 1;
-                *rejected_by_reason.entry(reason).or_default() += 1;
-                continue;
-            }
-        };
+    for frame in frames {
         let t0 = *first_t.get_or_insert(frame.t_s);
         let t = frame.t_s - t0;
         // Rows are emitted before the frame that crosses an edge, so each row covers its window.
@@ -93,7 +115,7 @@ pub fn evaluate(
             next_edge += window_s;
         }
         pipeline.push(&frame);
-        frames += 1;
+        count += 1;
         window_frames += 1;
         if t.is_finite() {
             last_t = last_t.max(t);
@@ -107,11 +129,15 @@ pub fn evaluate(
     }
 
     let summary = Summary {
-        frames,
-        rejected,
-        rejected_by_reason,
+        records: count,
+        frames: count,
+        skipped: 0,
+        skipped_by_kind: BTreeMap::new(),
+        rejected: 0,
+        rejected_by_reason: BTreeMap::new(),
+        io_error: None,
         duration_s: last_t,
-        fraction_present: (frames > 0).then(|| present_frames as f64 / frames as f64),
+        fraction_present: (count > 0).then(|| present_frames as f64 / count as f64),
         windows: windows.len(),
         windows_with_breathing: windows.iter().filter(|w| w.breathing_bpm.is_some()).count(),
         windows_with_heart: windows.iter().filter(|w| w.heart_bpm.is_some()).count(),
@@ -171,11 +197,19 @@ impl Report {
         }
         let s = &self.summary;
         let _ = writeln!(out);
+        let _ = writeln!(out, "records:           {}", s.records);
         let _ = writeln!(out, "frames:            {}", s.frames);
         let _ = writeln!(out, "duration:          {:.1} s", s.duration_s);
+        let _ = writeln!(out, "skipped records:   {}", s.skipped);
+        for (kind, n) in &s.skipped_by_kind {
+            let _ = writeln!(out, "  {n:>8}  {kind}");
+        }
         let _ = writeln!(out, "rejected records:  {}", s.rejected);
         for (reason, n) in &s.rejected_by_reason {
             let _ = writeln!(out, "  {n:>8}  {reason}");
+        }
+        if let Some(e) = &s.io_error {
+            let _ = writeln!(out, "read error:        {e}");
         }
         let _ = writeln!(out, "fraction present:  {}", opt(s.fraction_present, 3));
         let _ = writeln!(
@@ -195,55 +229,42 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sensing::csi::{CsiFrame, WireFormat};
+    use crate::sensing::csi::WireFormat;
 
-    fn frame(t_s: f64) -> RecordOutcome {
-        RecordOutcome::Frame(CsiFrame {
+    fn frame(t_s: f64) -> CsiFrame {
+        CsiFrame {
             node_id: "n".to_string(),
             t_s,
             rssi_dbm: None,
             channel: None,
             format: WireFormat::Simulator,
             csi: Vec::new(),
-        })
+        }
     }
 
     #[test]
-    fn windows_and_rejections_are_counted() {
-        let mut records: Vec<RecordOutcome> =
-            (0..250).map(|i| frame(100.0 + i as f64 * 0.1)).collect();
-        records.insert(
-            3,
-            RecordOutcome::Rejected {
-                reason: "bad length".to_string(),
-            },
-        );
-        records.insert(
-            9,
-            RecordOutcome::Rejected {
-                reason: "bad length".to_string(),
-            },
-        );
-        records.insert(
-            20,
-            RecordOutcome::Rejected {
-                reason: "unknown magic".to_string(),
-            },
-        );
-        let report = evaluate(records, 10.0, PipelineConfig::default());
+    fn frames_are_split_into_windows_of_source_time() {
+        let frames: Vec<CsiFrame> = (0..250).map(|i| frame(100.0 + i as f64 * 0.1)).collect();
+        let report = evaluate(frames, 10.0, PipelineConfig::default());
         assert_eq!(report.summary.frames, 250);
-        assert_eq!(report.summary.rejected, 3);
-        assert_eq!(
-            report.summary.rejected_by_reason.get("bad length"),
-            Some(&2)
-        );
         assert_eq!(report.windows.len(), 3);
         assert_eq!(report.windows.iter().map(|w| w.frames).sum::<u64>(), 250);
-        assert!(report.render_text().contains("rejected records:  3"));
+        assert!(report.render_text().contains("frames:            250"));
     }
 
     #[test]
-    fn empty_recording_has_no_fraction() {
+    fn rejected_records_are_counted_by_reason() {
+        let text = "not a csi line\nCSI_DATA,broken\n\nanother bad line\n";
+        let mut source = ReplaySource::from_text_reader(std::io::Cursor::new(text), "t");
+        let report = evaluate_replay(&mut source, 5.0, PipelineConfig::default());
+        assert_eq!(report.summary.frames, 0);
+        let dropped = report.summary.skipped + report.summary.rejected;
+        assert_eq!(dropped, report.summary.records);
+        assert!(report.summary.records >= 3);
+    }
+
+    #[test]
+    fn empty_input_has_no_fraction() {
         let report = evaluate(Vec::new(), 0.0, PipelineConfig::default());
         assert_eq!(report.window_s, 10.0);
         assert_eq!(report.summary.fraction_present, None);

@@ -32,8 +32,6 @@ pub struct Snapshot {
     pub fleet: Fleet,
     /// The source has no more frames (a replay reached its end).
     pub source_ended: bool,
-    /// Records the source could not decode, since start.
-    pub rejected: u64,
     pub fall: FallRecord,
     pub anomaly: AnomalyRecord,
     pub baseline: BaselineRecord,
@@ -58,7 +56,6 @@ impl Snapshot {
             rate_hz: 0.0,
             fleet: Fleet::default(),
             source_ended: false,
-            rejected: 0,
             fall: FallRecord::inactive(),
             anomaly: AnomalyRecord::learning(source, baseline.nights_observed),
             baseline,
@@ -203,7 +200,6 @@ fn run(
         tracing::info!(
             source = %snap.source,
             frames = snap.estimates.frames,
-            rejected = snap.rejected,
             "source done; serving the last estimates"
         );
     }
@@ -227,11 +223,6 @@ fn apply(
             rate.frame(now);
             snap.last_frame_at = Some(now);
             true
-        }
-        SourceEvent::Rejected { reason } => {
-            snap.rejected += 1;
-            tracing::debug!(%reason, "record rejected");
-            false
         }
         SourceEvent::Fleet(fleet) => {
             snap.fleet = fleet;

@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use super::records::Fleet;
 use crate::sensing::csi::CsiFrame;
+use crate::sensing::source::replay::{ReplayError, ReplaySource};
 use crate::sensing::source::simulator::{Activity, Segment, SimConfig, Simulator};
 
 /// Which kind of source feeds the pipeline; serialised as the `source` field.
@@ -60,8 +61,6 @@ impl fmt::Display for SourceKind {
 pub enum SourceEvent {
     /// One decoded frame.
     Frame(CsiFrame),
-    /// A record the source could not turn into a frame (counted by reason in reports).
-    Rejected { reason: String },
     /// The set of real sensor nodes changed (hub only).
     Fleet(Fleet),
 }
@@ -378,30 +377,25 @@ pub fn scene_script(name: &str) -> Option<Vec<Segment>> {
     }
 }
 
-/// One record of a recording, as the replay reader yields it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RecordOutcome {
-    Frame(CsiFrame),
-    Rejected { reason: String },
-}
-
 /// A recorded file played back, paced by its own timestamps × speed, or as fast as possible.
+///
+/// Bad records never stop a replay: the parsers' [`ReplaySource`] skips them and counts why; the
+/// counts are logged when the file ends (and printed by `replay --report`).
 pub struct ReplayFeed {
+    source: ReplaySource,
     path: PathBuf,
-    records: Box<dyn Iterator<Item = RecordOutcome> + Send>,
     /// `None`: as fast as the pipeline takes frames.
     speed: Option<f64>,
 }
 
 impl ReplayFeed {
-    /// Opens a recording. Fails with a clear error when the file is missing, unreadable or not
-    /// a recording format the parsers know.
+    /// Opens a recording. Fails with a clear error when the file is missing, unreadable or
+    /// cannot be decoded at all.
     pub fn open(path: &Path, speed: Option<f64>) -> Result<Self, SourceError> {
         Pacer::new(speed)?;
-        let records = open_recording(path)?;
         Ok(Self {
+            source: open_recording(path)?,
             path: path.to_path_buf(),
-            records,
             speed,
         })
     }
@@ -418,37 +412,40 @@ impl FrameFeed for ReplayFeed {
 
     fn run(self: Box<Self>, out: &FeedSender) -> Result<(), SourceError> {
         let mut pacer = Pacer::new(self.speed)?;
-        for record in self.records {
-            let event = match record {
-                RecordOutcome::Frame(frame) => {
-                    if pacer.wait(frame.t_s, out).is_err() {
-                        return Ok(());
-                    }
-                    SourceEvent::Frame(frame)
-                }
-                RecordOutcome::Rejected { reason } => SourceEvent::Rejected { reason },
-            };
-            if out.send(event).is_err() {
+        let mut source = self.source;
+        while let Some(frame) = source.next_frame() {
+            if pacer.wait(frame.t_s, out).is_err() || out.send(SourceEvent::Frame(frame)).is_err() {
                 return Ok(());
             }
         }
-        Ok(())
+        let stats = source.stats();
+        tracing::info!(
+            file = %self.path.display(),
+            records = stats.records,
+            frames = stats.frames,
+            skipped = stats.skipped,
+            rejected = stats.rejected(),
+            rejected_by_reason = ?stats.rejected_by_reason,
+            "recording played out"
+        );
+        match &stats.io_error {
+            Some(e) => Err(SourceError::BadRecording {
+                path: self.path.clone(),
+                detail: format!("read error after {} records: {e}", stats.records),
+            }),
+            None => Ok(()),
+        }
     }
 }
 
-/// Opens a recording through the parsers' replay reader.
-///
-/// The file is checked first so that a missing or unreadable path gets the I/O error, not a
-/// format complaint.
-pub fn open_recording(
-    path: &Path,
-) -> Result<Box<dyn Iterator<Item = RecordOutcome> + Send>, SourceError> {
-    std::fs::File::open(path).map_err(|source| SourceError::Unreadable {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Err(SourceError::BadRecording {
-        path: path.to_path_buf(),
-        detail: "this build has no replay reader yet".to_string(),
+/// Opens a recording with the parsers' replay reader, mapping its errors to [`SourceError`] so
+/// a missing file reads as "cannot be read" rather than a format complaint.
+pub fn open_recording(path: &Path) -> Result<ReplaySource, SourceError> {
+    ReplaySource::open(path).map_err(|e| match e {
+        ReplayError::Io { path, source } => SourceError::Unreadable { path, source },
+        other => SourceError::BadRecording {
+            path: path.to_path_buf(),
+            detail: other.to_string(),
+        },
     })
 }

@@ -192,3 +192,18 @@ impl Contract {
         r.rsplit('/').next().unwrap_or(r).to_string()
     }
 }
+
+/// A recording in the shared CSI data set (read at test time, never copied into the repo).
+pub fn csi_data(relative: &str) -> std::path::PathBuf {
+    let root = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/data/csi"
+    ));
+    let path = root.join(relative);
+    assert!(
+        path.is_file(),
+        "CSI test data not found at {}: the repository must sit beside `shared/`",
+        path.display()
+    );
+    path
+}
