@@ -131,7 +131,12 @@ fn init_tracing() {
 
 fn run(args: RunArgs) -> Result<(), CliError> {
     let feed: Box<dyn FrameFeed> = match args.source {
-        SourceArg::Simulator => Box::new(SimulatorFeed::new(&args.scene, args.seed, args.speed)?),
+        SourceArg::Simulator => {
+            if args.fast {
+                tracing::warn!("--fast applies to --source replay; the simulator runs at --speed");
+            }
+            Box::new(SimulatorFeed::new(&args.scene, args.seed, args.speed)?)
+        }
         SourceArg::Replay => {
             let file = args.file.as_deref().ok_or(CliError::MissingFile)?;
             let speed = (!args.fast).then_some(args.speed);
