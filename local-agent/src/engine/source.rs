@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::records::Fleet;
 use crate::sensing::csi::CsiFrame;
 use crate::sensing::source::replay::{ReplayError, ReplaySource};
-use crate::sensing::source::simulator::{Activity, Segment, SimConfig, Simulator};
+use crate::sensing::source::simulator::{self, Segment, SimConfig, Simulator};
 
 /// Which kind of source feeds the pipeline; serialised as the `source` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -345,36 +345,14 @@ impl FrameFeed for SimulatorFeed {
     }
 }
 
-/// Names of the scenes `--scene` accepts.
+/// Names of the scenes `--scene` accepts (the simulator's scene library).
 pub fn scene_names() -> Vec<&'static str> {
-    vec!["demo", "empty", "sit"]
+    simulator::scene_names().to_vec()
 }
 
 /// The segments of a named scene.
-///
-/// The simulator owns the canonical scene library; until it lands here these are the engine's
-/// own minimal scenes, built only from the simulator's public `Segment`/`Activity` types.
 pub fn scene_script(name: &str) -> Option<Vec<Segment>> {
-    let sit = Activity::SitStill {
-        breathing_bpm: 14.0,
-        heart_bpm: 68.0,
-    };
-    let seg = |duration_s: f64, activity: Activity| Segment {
-        duration_s,
-        activity,
-    };
-    match name {
-        "demo" => Some(vec![
-            seg(30.0, Activity::Absent),
-            seg(20.0, Activity::Walk),
-            seg(90.0, sit),
-            seg(15.0, Activity::Walk),
-            seg(30.0, Activity::Absent),
-        ]),
-        "empty" => Some(vec![seg(60.0, Activity::Absent)]),
-        "sit" => Some(vec![seg(120.0, sit)]),
-        _ => None,
-    }
+    simulator::scene(name)
 }
 
 /// A recorded file played back, paced by its own timestamps × speed, or as fast as possible.
