@@ -167,3 +167,67 @@ pub fn error_response(err: &ApiError) -> Response<Full<Bytes>> {
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::records::Fleet;
+    use crate::engine::source::SourceKind;
+
+    #[test]
+    fn non_finite_estimates_become_null_and_motion_stays_in_range() {
+        let mut snap = Snapshot::initial(SourceKind::Replay);
+        snap.estimates.breathing_bpm = Some(f64::NAN);
+        snap.estimates.heart_bpm = Some(f64::INFINITY);
+        snap.estimates.range_peak_m = Some(2.5);
+        snap.estimates.motion = 1.7;
+        let f = frame(&snap);
+        assert_eq!(f.breathing_bpm, None);
+        assert_eq!(f.heart_bpm, None);
+        assert_eq!(f.range_peak_m, Some(2.5));
+        assert_eq!(f.motion, 1.0);
+        assert!(!f.live && !f.csi_connected);
+        let json = serde_json::to_value(&f).unwrap_or_default();
+        assert!(json["breathing_bpm"].is_null());
+    }
+
+    #[test]
+    fn only_a_hub_with_a_node_online_is_live_and_connected() {
+        let mut snap = Snapshot::initial(SourceKind::Hub);
+        assert!(frame(&snap).live);
+        assert!(!frame(&snap).csi_connected);
+        snap.fleet = Fleet {
+            nodes_online: 1,
+            nodes_total: 2,
+        };
+        assert!(frame(&snap).csi_connected);
+        let mut sim = Snapshot::initial(SourceKind::Simulator);
+        sim.fleet = snap.fleet;
+        assert!(!frame(&sim).csi_connected);
+    }
+
+    #[test]
+    fn health_is_ok_only_with_a_recent_frame() {
+        let started = Instant::now();
+        let mut snap = Snapshot::initial(SourceKind::Simulator);
+        let ctx = |snap: &Snapshot, now| {
+            health(RouteContext {
+                port: 1,
+                started,
+                now,
+                snapshot: snap,
+            })
+        };
+        assert!(!ctx(&snap, started).ok);
+        snap.last_frame_at = Some(started);
+        snap.rate_hz = 99.5;
+        assert!(ctx(&snap, started + Duration::from_secs(4)).ok);
+        assert_eq!(ctx(&snap, started + Duration::from_secs(1)).rate_hz, 99.5);
+        let later = ctx(&snap, started + Duration::from_secs(6));
+        assert!(!later.ok);
+        assert_eq!(later.rate_hz, 0.0);
+        assert_eq!(later.uptime_s, 6);
+    }
+}
