@@ -335,3 +335,24 @@ async fn keep_alive_serves_many_requests_on_one_connection() {
     drop(stream);
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn idle_clients_holding_every_connection_slot_are_shed() {
+    let limits = Limits {
+        max_connections: 2,
+        header_read_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let engine = start_simulated_with(1.0, limits).await;
+    let addr = engine.local_addr();
+    // Two clients take both slots and send nothing.
+    let idle_a = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let idle_b = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    // A third client waits in the backlog until the header timeout frees a slot, then is served.
+    let reply = tokio::time::timeout(Duration::from_secs(10), get(addr, "/health"))
+        .await
+        .expect("served once an idle client is shed");
+    assert_eq!(reply.status, 200);
+    drop((idle_a, idle_b));
+    engine.shutdown().await;
+}
