@@ -28,8 +28,10 @@ pub(super) struct Pose {
 pub(super) struct Kinematics {
     pub pose: Pose,
     pub action: BodyAction,
-    /// Walking gait is active (legs and arms swing).
-    pub walking: bool,
+    /// Walking speed (legs and arms swing while it is above zero).
+    pub speed_m_s: f64,
+    /// Unit walking direction.
+    pub heading: [f64; 2],
     /// Direction the chest faces; breathing moves the chest along it.
     pub normal: Vec3,
     /// `Some` while holding still and breathing.
@@ -41,6 +43,11 @@ pub(super) struct Kinematics {
     pub impact: bool,
 }
 
+/// Walking acceleration: people start and stop within about half a second.
+const WALK_ACCEL_M_S2: f64 = 2.0;
+
+/// One straight stretch of walking, starting and ending at rest with bounded acceleration, so
+/// walking never looks like an impact.
 #[derive(Debug, Clone, Copy)]
 struct Leg {
     from: [f64; 2],
@@ -49,18 +56,44 @@ struct Leg {
 }
 
 impl Leg {
-    fn duration_s(&self) -> f64 {
-        distance(self.from, self.to) / self.speed_m_s
+    fn length_m(&self) -> f64 {
+        distance(self.from, self.to)
     }
 
-    fn at(&self, s: f64) -> [f64; 2] {
-        let d = self.duration_s();
-        let u = if d > 0.0 {
-            (s / d).clamp(0.0, 1.0)
+    /// Cruise speed actually reached (short legs never get to `speed_m_s`).
+    fn peak_speed(&self) -> f64 {
+        self.speed_m_s
+            .min((self.length_m() * WALK_ACCEL_M_S2).sqrt())
+            .max(1e-6)
+    }
+
+    fn duration_s(&self) -> f64 {
+        let v = self.peak_speed();
+        self.length_m() / v + v / WALK_ACCEL_M_S2
+    }
+
+    /// Distance covered and speed after `t` seconds.
+    fn progress(&self, t: f64) -> (f64, f64) {
+        let a = WALK_ACCEL_M_S2;
+        let v = self.peak_speed();
+        let total = self.duration_s();
+        let ramp = v / a;
+        let t = t.clamp(0.0, total);
+        if t < ramp {
+            (0.5 * a * t * t, a * t)
+        } else if t > total - ramp {
+            let left = total - t;
+            (self.length_m() - 0.5 * a * left * left, a * left)
         } else {
-            1.0
-        };
-        lerp2(self.from, self.to, u)
+            (0.5 * a * ramp * ramp + v * (t - ramp), v)
+        }
+    }
+
+    fn at(&self, t: f64) -> ([f64; 2], f64) {
+        let (covered, speed) = self.progress(t);
+        let d = self.length_m();
+        let u = if d > 0.0 { (covered / d).min(1.0) } else { 1.0 };
+        (lerp2(self.from, self.to, u), speed)
     }
 }
 
@@ -131,7 +164,8 @@ impl Motion {
         let still = |pose: Pose, action, normal, vitals| Kinematics {
             pose,
             action,
-            walking: false,
+            speed_m_s: 0.0,
+            heading: [0.0, 0.0],
             normal,
             vitals,
             flail: 0.0,
@@ -155,10 +189,11 @@ impl Motion {
                 vitals,
             } => still(*pose, BodyAction::Still, *normal, *vitals),
             Motion::Wander { leg } | Motion::Walk { leg } => {
-                let xy = leg.at(s);
+                let (xy, speed_m_s) = leg.at(s);
                 let dir = direction(leg.from, leg.to);
                 Kinematics {
-                    walking: true,
+                    speed_m_s,
+                    heading: dir,
                     ..still(
                         Pose {
                             xy,
@@ -218,11 +253,7 @@ impl Motion {
                     let pose = Pose {
                         xy: lerp2(from.xy, to.xy, w),
                         z: from.z + (to.z - from.z) * w,
-                        posture: if u < 0.5 {
-                            Posture::Standing
-                        } else {
-                            Posture::LyingFloor
-                        },
+                        posture: Posture::Standing,
                     };
                     still(pose, BodyAction::Falling, facing(room), None)
                 } else {
@@ -458,16 +489,22 @@ impl Choreography {
                 heart_bpm,
             } => {
                 let standing = self.stand_up(now, &mut plan);
-                // A few seconds of walking, then the fall in the walking direction.
-                let mut target = random_spot(room, Some(standing.xy), rng);
-                for _ in 0..20 {
-                    if distance(standing.xy, target) >= 2.5 {
+                // A few seconds of walking (at least 3 m), then the fall in the walking
+                // direction.
+                let mut from = standing.xy;
+                let mut walked = 0.0;
+                let mut dir = [1.0, 0.0];
+                for _ in 0..8 {
+                    if walked >= 3.0 {
                         break;
                     }
-                    target = random_spot(room, Some(standing.xy), rng);
+                    let to = random_spot(room, Some(from), rng);
+                    walked += distance(from, to);
+                    dir = direction(from, to);
+                    walk(&mut plan, from, to, 1.0);
+                    from = to;
                 }
-                walk(&mut plan, standing.xy, target, 1.0);
-                let dir = direction(standing.xy, target);
+                let target = from;
                 let [x0, y0, x1, y1] = room.walk_area;
                 let landing = [
                     (target[0] + 0.9 * dir[0]).clamp(x0 - 0.3, x1 + 0.3),

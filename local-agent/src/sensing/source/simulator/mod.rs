@@ -235,15 +235,10 @@ fn posture_reflectivity(posture: Posture) -> f64 {
 /// Amplitude reflection coefficient of a plastered wall at 2.4 GHz.
 const WALL_REFLECTION: f64 = 0.5;
 
-/// Inertia of the torso while walking: a critically damped follower with this natural
-/// frequency rounds corners and starts/stops, so walking never looks like an impact.
-const WALK_INERTIA_RAD_S: f64 = 4.0;
-
 /// The person's physical state between frames.
 #[derive(Debug, Clone)]
 struct Body {
     xy: [f64; 2],
-    velocity: [f64; 2],
     stride_phase: f64,
     /// Slow postural sway along the chest normal, OU state with unit variance.
     sway: f64,
@@ -330,7 +325,6 @@ impl Simulator {
             .xy;
         let body = Body {
             xy: start,
-            velocity: [0.0, 0.0],
             stride_phase: 0.0,
             sway: person_rng.sample(StandardNormal),
             breathing: Breathing::new(&mut person_rng),
@@ -452,25 +446,10 @@ impl Simulator {
     ) -> (BodyFrame, GroundTruth) {
         let rng = &mut self.person_rng;
         let body = &mut self.body;
-        // Torso inertia, integrated in sub-steps short enough to stay stable at any rate.
-        let substeps = (dt / 0.02).ceil().max(1.0);
-        let h = dt / substeps;
-        let w = WALK_INERTIA_RAD_S;
-        for _ in 0..substeps as u32 {
-            for axis in 0..2 {
-                let accel = w * w * (kinematics.pose.xy[axis] - body.xy[axis])
-                    - 2.0 * w * body.velocity[axis];
-                body.velocity[axis] += h * accel;
-                body.xy[axis] += h * body.velocity[axis];
-            }
-        }
-        let speed = body.velocity[0].hypot(body.velocity[1]);
+        body.xy = kinematics.pose.xy;
+        let speed = kinematics.speed_m_s;
         // Gait: cadence rises with speed; the chest bobs twice per stride.
-        let gait = if kinematics.walking || speed > 0.15 {
-            (speed / 1.0).min(1.3)
-        } else {
-            0.0
-        };
+        let gait = speed.min(1.3);
         body.stride_phase = (body.stride_phase + dt * 0.95 * gait.sqrt()).fract();
         body.sway = ou_step(body.sway, dt, 30.0, rng);
         if let Some(v) = kinematics.vitals {
@@ -515,11 +494,7 @@ impl Simulator {
             base_amplitude * (1.0 + 0.15 * gait * (TAU * 2.0 * body.stride_phase + 1.0).sin());
 
         // Arms and legs: swinging along the walking direction, or flailing after an impact.
-        let heading = if speed > 1e-6 {
-            [body.velocity[0] / speed, body.velocity[1] / speed]
-        } else {
-            [0.0, 0.0]
-        };
+        let heading = kinematics.heading;
         let swing = 0.35 * gait * (TAU * body.stride_phase).sin();
         let f = kinematics.flail_s;
         let flail = kinematics.flail;
@@ -543,7 +518,7 @@ impl Simulator {
             });
 
         let present = kinematics.pose.posture != Posture::Outside && room.contains(body.xy);
-        let moving = present && (!still || speed > 0.1);
+        let moving = present && !still;
         let vitals_shown = present && still;
         let truth = GroundTruth {
             present,
