@@ -135,6 +135,10 @@ impl FeedSender {
 }
 
 /// A source of frames. `run` blocks until the source is exhausted (replay) or stopped.
+///
+/// `run` gets its own OS thread, so it may block freely. An async source (the hub's UDP and
+/// WebSocket ingest on tokio) forwards its frames from its tasks through a channel that `run`
+/// drains with a blocking receive, calling [`FeedSender::send`] for each.
 pub trait FrameFeed: Send + 'static {
     fn kind(&self) -> SourceKind;
     /// Feeds events until the source ends (`Ok`) or `out` reports `Stopped` (also `Ok`).
