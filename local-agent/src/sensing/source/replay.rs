@@ -446,6 +446,12 @@ mod tests {
     }
 
     #[test]
+    fn replay_can_move_to_a_worker_thread() {
+        fn assert_send<T: Send>() {}
+        assert_send::<ReplaySource>();
+    }
+
+    #[test]
     fn serial_clock_wrap_is_undone_per_node() {
         let line = |mac: &str, us: u64| {
             format!(
