@@ -282,3 +282,35 @@ fn no_breathing_scene_is_present_still_and_breathless() {
             .all(|t| t.present && !t.moving && t.breathing_bpm.is_none() && t.heart_bpm.is_none())
     );
 }
+
+/// Largest 0.2 s mean of the per-frame change of the normalised amplitudes over `frames`.
+fn peak_motion(rows: &[Vec<f64>], frames: &[usize]) -> f64 {
+    let change = |i: usize| -> f64 {
+        let (a, b) = (&rows[i - 1], &rows[i]);
+        a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum::<f64>() / 52.0
+    };
+    frames
+        .iter()
+        .filter(|&&i| i >= 10)
+        .map(|&i| (i - 9..=i).map(change).sum::<f64>() / 10.0)
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn a_fall_shakes_the_channel_more_than_lying_still_afterwards() {
+    for seed in 1..=3 {
+        let (rows, truths) = normalised_amplitudes(scene("fall", seed, 50.0));
+        let falling: Vec<usize> = (0..truths.len())
+            .filter(|&i| matches!(truths[i].action, BodyAction::Falling | BodyAction::Impact))
+            .collect();
+        let lying: Vec<usize> = (0..truths.len())
+            .filter(|&i| truths[i].fallen && !truths[i].moving)
+            .collect();
+        let fall = peak_motion(&rows, &falling);
+        let still = peak_motion(&rows, &lying);
+        assert!(
+            fall > 1.5 * still,
+            "seed {seed}: fall {fall:.3} vs lying {still:.3}"
+        );
+    }
+}

@@ -41,6 +41,27 @@ pub(super) struct Kinematics {
     /// Seconds since the flailing began, to drive the limb trajectories.
     pub flail_s: f64,
     pub impact: bool,
+    /// 0 upright, 1 lying: tilts the head–hips axis of the body from vertical to horizontal.
+    pub tilt: f64,
+    /// Horizontal direction of the head when lying.
+    pub lying_dir: [f64; 2],
+}
+
+/// Upright (0) or lying (1).
+fn tilt_of(posture: Posture) -> f64 {
+    match posture {
+        Posture::LyingBed | Posture::LyingFloor => 1.0,
+        _ => 0.0,
+    }
+}
+
+/// Where the head points when lying: towards the wall at the bed's head end, or (on the floor)
+/// along the room's length.
+fn lying_dir_of(posture: Posture) -> [f64; 2] {
+    match posture {
+        Posture::LyingBed => [-1.0, 0.0],
+        _ => [1.0, 0.0],
+    }
 }
 
 /// Walking acceleration: people start and stop within about half a second.
@@ -171,6 +192,8 @@ impl Motion {
             flail: 0.0,
             flail_s: 0.0,
             impact: false,
+            tilt: tilt_of(pose.posture),
+            lying_dir: lying_dir_of(pose.posture),
         };
         match self {
             Motion::Away { xy } => still(
@@ -228,16 +251,26 @@ impl Motion {
                     posture: if u < 0.5 { from.posture } else { to.posture },
                 };
                 let after = s - duration_s;
-                let mut flail = 0.0;
+                // Legs fold or unfold and the arms brace during the whole change, not just the
+                // chest: slow limb motion peaking mid-way.
+                let mut flail = 0.5 * (std::f64::consts::PI * u).sin();
+                let mut flail_s = 0.3 * s;
                 if after > 0.0 {
                     // Cushion rebound after a hard landing.
                     pose.z +=
                         0.03 * (-after / 0.1).exp() * (std::f64::consts::TAU * 4.0 * after).sin();
                     flail = 0.3 * (-after / 0.15).exp();
+                    flail_s = after;
                 }
                 Kinematics {
                     flail,
-                    flail_s: after.max(0.0),
+                    flail_s,
+                    tilt: tilt_of(from.posture) + (tilt_of(to.posture) - tilt_of(from.posture)) * w,
+                    lying_dir: if tilt_of(to.posture) > 0.0 {
+                        lying_dir_of(to.posture)
+                    } else {
+                        lying_dir_of(from.posture)
+                    },
                     ..still(pose, *action, normal_for(to.posture, room), None)
                 }
             }
@@ -255,7 +288,14 @@ impl Motion {
                         z: from.z + (to.z - from.z) * w,
                         posture: Posture::Standing,
                     };
-                    still(pose, BodyAction::Falling, facing(room), None)
+                    Kinematics {
+                        // Arms thrown out to break the fall.
+                        flail: 0.6 * u,
+                        flail_s: s,
+                        tilt: w,
+                        lying_dir: lying_dir_of(Posture::LyingFloor),
+                        ..still(pose, BodyAction::Falling, facing(room), None)
+                    }
                 } else {
                     let after = s - drop_s;
                     let mut pose = *to;
@@ -499,6 +539,14 @@ impl Choreography {
                         break;
                     }
                     let to = random_spot(room, Some(from), rng);
+                    // The last stretch ends within the link's sensing zone: a fall far from every
+                    // link is a coverage problem, not a detection one, and this scene tests
+                    // detection.
+                    let to = if walked + distance(from, to) >= 3.0 {
+                        spot_near_link(room, rng)
+                    } else {
+                        to
+                    };
                     walked += distance(from, to);
                     dir = direction(from, to);
                     walk(&mut plan, from, to, 1.0);
@@ -693,6 +741,29 @@ fn random_spot(room: &Room, away_from: Option<[f64; 2]>, rng: &mut ChaCha8Rng) -
         }
     }
     spot
+}
+
+/// A random spot in the walkable area within 1.2 m (horizontally) of the direct link.
+fn spot_near_link(room: &Room, rng: &mut ChaCha8Rng) -> [f64; 2] {
+    let (a, b) = (xy(room.tx), xy(room.rx));
+    let mut best = random_spot(room, None, rng);
+    let mut best_d = f64::INFINITY;
+    for _ in 0..30 {
+        let spot = random_spot(room, None, rng);
+        let ab = [b[0] - a[0], b[1] - a[1]];
+        let t = (((spot[0] - a[0]) * ab[0] + (spot[1] - a[1]) * ab[1])
+            / (ab[0] * ab[0] + ab[1] * ab[1]))
+            .clamp(0.0, 1.0);
+        let d = distance(spot, [a[0] + t * ab[0], a[1] + t * ab[1]]);
+        if d < 1.2 {
+            return spot;
+        }
+        if d < best_d {
+            best = spot;
+            best_d = d;
+        }
+    }
+    best
 }
 
 pub(super) fn xy(p: Vec3) -> [f64; 2] {
