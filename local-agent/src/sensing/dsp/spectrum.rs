@@ -398,8 +398,9 @@ mod tests {
                 passed += 1;
             }
         }
-        // Single 30 s windows of pure noise pass ~1% of the time; persistence removes the rest.
-        assert!(passed <= 6, "{passed} noise windows passed");
+        // Single 30 s windows of pure noise pass a few % of the time; persistence and the presence
+        // logic handle the rest.
+        assert!(passed <= 10, "{passed} noise windows passed");
     }
 
     #[test]
