@@ -1,0 +1,96 @@
+//! Helpers shared by the text formats, and the per-line dispatcher replay uses.
+
+use std::str::FromStr;
+
+use super::jsonl::SkipKind;
+use super::{MAX_LINE_BYTES, ParseError, ParsedFrame};
+
+/// Trims the line terminator and enforces the length bound before any field is looked at.
+pub(crate) fn prepare_line(line: &str) -> Result<&str, ParseError> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(ParseError::TooLong {
+            len: line.len(),
+            max: MAX_LINE_BYTES,
+        });
+    }
+    let line = line.trim_end_matches(['\r', '\n']);
+    if line.trim().is_empty() {
+        return Err(ParseError::Empty);
+    }
+    Ok(line)
+}
+
+/// Parses one numeric field; surrounding spaces are tolerated because some serial consoles pad.
+pub(crate) fn num<T: FromStr>(s: &str, field: &'static str) -> Result<T, ParseError> {
+    s.trim()
+        .parse::<T>()
+        .map_err(|_| ParseError::invalid(field, s))
+}
+
+/// Parses a `0`/`1` flag.
+pub(crate) fn flag(s: &str, field: &'static str) -> Result<bool, ParseError> {
+    match s.trim() {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(ParseError::invalid(field, s)),
+    }
+}
+
+/// Validates a MAC address and normalises it to lowercase, so the same node maps to one
+/// `node_id` whichever tool printed it.
+pub(crate) fn mac(s: &str) -> Result<String, ParseError> {
+    let s = s.trim();
+    let parts: Vec<&str> = s.split(':').collect();
+    let ok = parts.len() == 6
+        && parts
+            .iter()
+            .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()));
+    if ok {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err(ParseError::invalid("mac", s))
+    }
+}
+
+/// A microsecond counter as seconds.
+pub(crate) fn micros_to_s(us: u64) -> f64 {
+    // u64 → f64 loses precision only beyond 2^53 µs (285 years).
+    us as f64 / 1e6
+}
+
+/// The outcome of one text record: a frame, or a record that is valid but carries no CSI.
+///
+/// Not boxed: nearly every record is a frame, so boxing would add an allocation per frame to
+/// save space only on the rare skipped ones.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "frames are the common case; see the doc comment"
+)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    Frame(ParsedFrame),
+    Skipped(SkipKind),
+}
+
+/// Decodes one line of any text recording: RuView JSONL (`{...}`), ESP32-CSI-Tool CSV
+/// (`CSI_DATA,AP|STA|PASSIVE,...`) or esp-csi (`CSI_DATA,<number>,...`).
+///
+/// Serial captures interleave boot logs and header rows with data; lines that are not CSI
+/// records are reported as [`SkipKind::NotCsi`] rather than as errors, so replay can tell
+/// noise from corruption.
+pub fn parse_text_line(line: &str) -> Result<Record, ParseError> {
+    let trimmed = prepare_line(line)?.trim_start();
+    if trimmed.starts_with('{') {
+        return super::jsonl::parse_jsonl_line(trimmed);
+    }
+    let Some(rest) = trimmed.strip_prefix("CSI_DATA,") else {
+        return Ok(Record::Skipped(SkipKind::NotCsi));
+    };
+    let second = rest.split(',').next().unwrap_or("").trim();
+    let parsed = if matches!(second, "AP" | "STA" | "PASSIVE") {
+        super::csi_tool::parse_csi_tool_line(trimmed)?
+    } else {
+        super::esp_csi::parse_esp_csi_line(trimmed)?
+    };
+    Ok(Record::Frame(parsed))
+}
