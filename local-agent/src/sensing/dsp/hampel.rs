@@ -68,10 +68,9 @@ impl HampelStream {
             *di = (wi - med).abs();
         }
         let mad = median7(&mut d);
+        // The raw value stays in the window: a lasting level change (someone starts moving) takes
+        // over the median after four samples instead of being suppressed forever.
         if (v - med).abs() > K * 1.4826 * mad {
-            // Keep the replaced value in the window so a burst does not become the new normal.
-            let last = (self.pos + WINDOW - 1) % WINDOW;
-            self.buf[last] = med;
             med
         } else {
             v

@@ -82,7 +82,7 @@ impl UniformGrid {
             self.add(values);
             return GridStep::Accumulated;
         }
-        let missing = idx - cur - 1;
+        let missing = idx.saturating_sub(cur).saturating_sub(1);
         let inv = 1.0 / self.count.max(1) as f32;
         self.completed.clear();
         self.completed.extend(self.sum.iter().map(|s| s * inv));
