@@ -14,8 +14,11 @@
 /// Motion level above which a link counts as moving before it is calibrated (ESPectre's quiet
 /// links average 0.005–0.027, moving 0.022–0.110).
 pub const DEFAULT_THRESHOLD: f32 = 0.03;
-/// Calibration threshold multiplier on the 95th percentile.
-pub const P95_MARGIN: f32 = 1.1;
+/// Calibration threshold multiplier on the 95th percentile. ESPectre uses 1.1 on long
+/// calibrations; short ones (5 s on the 10 s captures) see too little of a noisy link's slow
+/// wander and 1.1 false-triggered on the noisiest capture, while moving people score 5–20× the
+/// threshold, so the wider margin costs no recall.
+pub const P95_MARGIN: f32 = 1.3;
 /// A calibration whose P95 exceeds this multiple of its median saw motion, not an empty room.
 pub const STATIONARITY: f32 = 4.0;
 /// Seconds of presence kept after a motion episode while no breathing is accepted yet.
@@ -25,6 +28,9 @@ pub const STILL_BRIDGE_S: f64 = 75.0;
 pub const BRIDGE_ARM_S: f64 = 1.0;
 /// Ticks a new state must persist before it is reported.
 pub const DEBOUNCE_TICKS: u32 = 4;
+/// Ticks the motion label must persist to switch on: shorter, because the block average, Hampel
+/// and EMA already delay it by ~0.5 s and onset must be reported within 2 s.
+pub const MOTION_ON_TICKS: u32 = 2;
 /// Moving is left when the score falls below this fraction of the threshold (hysteresis).
 pub const RELEASE: f32 = 0.7;
 
@@ -44,6 +50,8 @@ pub struct PresenceTracker {
     calibration_ticks: usize,
     samples: Vec<f32>,
     threshold: Option<f32>,
+    /// The threshold was learned and a full breathing window has since confirmed the room empty.
+    confirmed: bool,
     moving_raw: bool,
     moving: bool,
     moving_streak: u32,
@@ -67,6 +75,7 @@ impl PresenceTracker {
             calibration_ticks,
             samples: Vec::with_capacity(calibration_ticks),
             threshold: None,
+            confirmed: false,
             moving_raw: false,
             moving: false,
             moving_streak: 0,
@@ -90,6 +99,7 @@ impl PresenceTracker {
     /// Starts a new calibration.
     pub fn recalibrate(&mut self) {
         self.threshold = None;
+        self.confirmed = false;
         self.samples.clear();
     }
 
@@ -130,7 +140,12 @@ impl PresenceTracker {
         };
         if self.moving_raw != self.moving {
             self.moving_streak += 1;
-            if self.moving_streak >= DEBOUNCE_TICKS {
+            let needed = if self.moving_raw {
+                MOTION_ON_TICKS
+            } else {
+                DEBOUNCE_TICKS
+            };
+            if self.moving_streak >= needed {
                 self.moving = self.moving_raw;
                 self.moving_streak = 0;
                 if !self.moving {
@@ -167,11 +182,25 @@ impl PresenceTracker {
         }
     }
 
+    /// Learns the threshold from `calibration_s` of calm data (provisionally if the breathing
+    /// window has not been analysed yet), and throws it away if a breathing-band periodicity
+    /// shows up before a full breathing window confirmed the room empty.
     fn calibrate(&mut self, level: f32, breath: BreathEvidence) {
-        if self.calibration_ticks == 0 || self.threshold.is_some() {
+        if self.calibration_ticks == 0 || self.confirmed {
             return;
         }
-        if breath.candidate || breath.accepted || self.moving {
+        let person = breath.candidate || breath.accepted;
+        if self.threshold.is_some() {
+            if person {
+                // A breathing person: this was not the empty room.
+                self.threshold = None;
+                self.samples.clear();
+            } else if breath.analysed {
+                self.confirmed = true;
+            }
+            return;
+        }
+        if person || self.moving {
             // A breathing periodicity or motion is a person: never learn them as the empty room.
             self.samples.clear();
             return;
@@ -184,7 +213,7 @@ impl PresenceTracker {
             self.samples.drain(..self.calibration_ticks);
         }
         self.samples.push(level);
-        if self.samples.len() < self.calibration_ticks || !breath.analysed {
+        if self.samples.len() < self.calibration_ticks {
             return;
         }
         let mut s = self.samples.clone();
@@ -198,7 +227,16 @@ impl PresenceTracker {
         }
         if p95 > 0.0 {
             self.threshold = Some(p95 * P95_MARGIN);
+            self.confirmed = breath.analysed;
             self.samples.clear();
+            // The calm stretch just learned is taken as the empty room; an earlier motion episode
+            // (someone leaving) no longer bridges presence. A still person is re-found by the
+            // breathing check, which also throws this calibration away.
+            self.bridge_armed = false;
+            if !self.moving && !breath.accepted {
+                self.present = false;
+                self.present_streak = 0;
+            }
         }
     }
 
@@ -264,5 +302,19 @@ mod tests {
         }
         assert!(p.calibrating());
         assert!(p.present());
+        // A provisional calibration (breathing window not yet analysed) is dropped when the
+        // breathing shows up.
+        let mut p = PresenceTracker::new(5.0, 0.1);
+        for i in 0..60 {
+            p.on_tick(
+                f64::from(i) * 0.1,
+                0.1,
+                Some(0.004),
+                BreathEvidence::default(),
+            );
+        }
+        assert!(!p.calibrating());
+        p.on_tick(6.1, 0.1, Some(0.004), breathing);
+        assert!(p.calibrating());
     }
 }
