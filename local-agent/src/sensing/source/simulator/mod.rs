@@ -1,0 +1,682 @@
+//! The embedded simulator: a seeded physical model of ESP32 CSI playing a scripted scene.
+//!
+//! It is the data users see before they connect a node and the ground truth of every accuracy
+//! test, so it models what makes real CSI hard rather than what makes it easy:
+//!
+//! - **Static multipath** drawn from the seed (a direct path and 5–8 reflections), evaluated on
+//!   the real subcarrier grid (`f_c + k · 312.5 kHz`) with null, guard and DC slots exactly zero.
+//! - **One body path** whose length follows the person (walking, sitting, lying, falling) through
+//!   the room geometry, a second limb path while walking or flailing, and shadowing of the
+//!   direct path when the body stands in its Fresnel zone.
+//! - **Chest motion**: irregular breathing (mm) and a heartbeat (sub-mm) moving the body-path
+//!   phase by `2π · ΔL / λ`, scaled by the bistatic geometry of where the person is.
+//! - **Receiver impairments**: complex Gaussian noise at a fixed SNR, AGC gain steps and glitches
+//!   of ±15–30 %, a random common phase and timing slope per packet, int8 quantisation, and
+//!   optionally timestamp jitter and packet loss.
+//!
+//! The same [`SimConfig`] always yields bit-identical frames. Segments are continuous: a person
+//! told to sit still walks to the chair first, a person told to leave gets up and walks out, and
+//! the ground truth reports that walk honestly. A scene starts in the steady state of its first
+//! segment (`SitStill` first ⇒ already seated at frame 0).
+
+mod channel;
+mod choreography;
+mod radio;
+mod room;
+mod scenes;
+mod vitals;
+
+pub use channel::{SUBCARRIER_SPACING_HZ, channel_centre_hz};
+pub use radio::AgcModel;
+pub use room::{Room, Vec3};
+pub use scenes::{scene, scene_names};
+
+use crate::sensing::csi::{CsiFrame, WireFormat};
+use channel::{Layout, StaticChannel, add_path};
+use choreography::{Choreography, Kinematics};
+use num_complex::{Complex32, Complex64};
+use radio::{Agc, Creep, quantise};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+use std::f64::consts::TAU;
+use vitals::{Breathing, Heartbeat, ou_step};
+
+/// What the person in the scene is doing during one segment.
+///
+/// Every variant that needs the person somewhere else first (on the chair, in bed, inside the
+/// room) walks them there at the start of the segment.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Activity {
+    /// Nobody in the room. Someone still inside walks out through the door first.
+    #[default]
+    Absent,
+    /// Walking between random spots in the room (entering first if outside).
+    Walk,
+    /// Sitting still on the desk chair, breathing at `breathing_bpm` with heart rate `heart_bpm`.
+    SitStill { breathing_bpm: f64, heart_bpm: f64 },
+    /// Lying still on the back in bed.
+    LieStill { breathing_bpm: f64, heart_bpm: f64 },
+    /// A few seconds of walking, then a fall: the chest drops ~1.15 m in 0.6 s, hits the floor
+    /// (0.6 s of bouncing and flailing limbs), then the person lies still on the floor breathing.
+    Fall { breathing_bpm: f64, heart_bpm: f64 },
+    /// Walking to the chair and dropping onto it in 0.35 s (a hard landing that is not a fall),
+    /// then sitting still.
+    SitDownFast { breathing_bpm: f64, heart_bpm: f64 },
+    /// Walking to the bed, sitting on its edge for 2.5 s and lying down over 6 s, then lying still.
+    LieDownSlowly { breathing_bpm: f64, heart_bpm: f64 },
+    /// Present and perfectly still with no chest motion at all (no breathing, no heartbeat):
+    /// keeps the current sitting or lying posture, or sits down on the chair first.
+    NoBreathing,
+    /// Getting up if needed, walking out of the door, then staying away.
+    Leave,
+}
+
+/// One step of a scripted scene.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    pub duration_s: f64,
+    pub activity: Activity,
+}
+
+/// The person's posture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Posture {
+    /// Not in the room.
+    #[default]
+    Outside,
+    Standing,
+    /// On the chair or the edge of the bed.
+    Sitting,
+    LyingBed,
+    LyingFloor,
+}
+
+/// What the body is doing at this instant (finer than the scripted [`Activity`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BodyAction {
+    /// Outside the room.
+    #[default]
+    Away,
+    Walking,
+    SittingDown,
+    StandingUp,
+    LyingDown,
+    /// Dropping to the floor, before the impact.
+    Falling,
+    /// Hitting the floor: the short burst of large motion.
+    Impact,
+    /// Holding a posture; only chest motion (if breathing) and slow postural sway.
+    Still,
+}
+
+/// Ground truth for the frame it accompanies.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GroundTruth {
+    /// Someone is inside the room.
+    pub present: bool,
+    /// The body is moving (walking, changing posture, falling), beyond breathing and sway.
+    pub moving: bool,
+    /// Actual breathing rate while the person is still and breathing (the only time the CSI
+    /// carries it); it wanders ±3 % around the scripted rate, so score against this.
+    pub breathing_bpm: Option<f64>,
+    /// Actual heart rate (without the within-breath arrhythmia) under the same conditions.
+    pub heart_bpm: Option<f64>,
+    /// Distance of the chest from the direct TX–RX line segment, while present.
+    pub range_m: Option<f64>,
+    /// Body path length minus direct path length (what a CSI range profile measures).
+    pub excess_path_m: Option<f64>,
+    /// The scripted activity of the current segment.
+    pub activity: Activity,
+    /// Index of the current segment in the script.
+    pub segment: usize,
+    pub action: BodyAction,
+    pub posture: Posture,
+    /// True during the impact burst of a fall.
+    pub impact: bool,
+    /// True from a fall's impact until the person is up again.
+    pub fallen: bool,
+    /// AGC gain applied to this packet (1.0 in truth-only stepping).
+    pub agc_gain: f64,
+    /// The frame's timestamp.
+    pub t_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    pub seed: u64,
+    /// Nominal packet rate; with jitter and loss the measured rate differs, as on real links.
+    pub rate_hz: f64,
+    pub node_id: String,
+    pub script: Vec<Segment>,
+    /// Buffer slots per frame: 64 (HT20 LLTF), 128 (+HT-LTF), 192 (+STBC), or any count as one
+    /// centred block.
+    pub subcarriers: usize,
+    /// 2.4 GHz Wi-Fi channel (1–14).
+    pub channel: u16,
+    /// Mean signal-to-noise ratio over the valid subcarriers, dB. Faded subcarriers get less.
+    pub snr_db: f64,
+    pub agc: AgcModel,
+    /// Random common phase and timing-offset slope per packet, as every ESP32 packet has (no
+    /// shared clock with the transmitter). Raw per-subcarrier phase is then meaningless without
+    /// sanitising; amplitudes are unaffected.
+    pub phase_offsets: bool,
+    /// Peak-to-peak chest displacement of one normal breath.
+    pub breathing_depth_m: f64,
+    /// Peak-to-peak chest displacement of one heartbeat.
+    pub heart_depth_m: f64,
+    /// Body reflectivity, metres: body-path amplitude is this × `los / (d_tx · d_rx)` relative to
+    /// the direct path.
+    pub body_reflectivity_m: f64,
+    /// RMS int8 magnitude of the empty-room channel at unit AGC gain.
+    pub amplitude_rms: f64,
+    /// Standard deviation of the sampling-time jitter (clamped to ±45 % of a period).
+    pub timestamp_jitter_s: f64,
+    /// Probability that a packet is lost.
+    pub packet_loss: f64,
+    pub room: Room,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            rate_hz: 100.0,
+            node_id: "sim-1".to_string(),
+            script: vec![Segment {
+                duration_s: 60.0,
+                activity: Activity::Absent,
+            }],
+            subcarriers: 64,
+            channel: 6,
+            snr_db: 30.0,
+            agc: AgcModel::default(),
+            phase_offsets: true,
+            breathing_depth_m: 0.006,
+            heart_depth_m: 0.0004,
+            body_reflectivity_m: 0.45,
+            amplitude_rms: 28.0,
+            timestamp_jitter_s: 0.0,
+            packet_loss: 0.0,
+            room: Room::default(),
+        }
+    }
+}
+
+impl SimConfig {
+    /// The default configuration playing the named scene, or `None` for an unknown name.
+    pub fn for_scene(name: &str, seed: u64) -> Option<Self> {
+        Some(Self {
+            seed,
+            script: scene(name)?,
+            ..Self::default()
+        })
+    }
+}
+
+/// Independent random streams, so that turning one effect on or off (or stepping ground truth
+/// only) leaves the others unchanged.
+const STREAM_ROOM: u64 = 1;
+const STREAM_PERSON: u64 = 2;
+const STREAM_RADIO: u64 = 3;
+const STREAM_TIMING: u64 = 4;
+
+/// Relative amplitude of the body's reflection per posture: an upright body shows the link
+/// more cross-section than a curled-up or flat one.
+fn posture_reflectivity(posture: Posture) -> f64 {
+    match posture {
+        Posture::Outside | Posture::Standing => 1.0,
+        Posture::Sitting => 0.8,
+        Posture::LyingBed => 0.65,
+        Posture::LyingFloor => 0.55,
+    }
+}
+
+/// Amplitude reflection coefficient of a plastered wall at 2.4 GHz.
+const WALL_REFLECTION: f64 = 0.5;
+
+/// Inertia of the torso while walking: a critically damped follower with this natural
+/// frequency rounds corners and starts/stops, so walking never looks like an impact.
+const WALK_INERTIA_RAD_S: f64 = 4.0;
+
+/// The person's physical state between frames.
+#[derive(Debug, Clone)]
+struct Body {
+    xy: [f64; 2],
+    velocity: [f64; 2],
+    stride_phase: f64,
+    /// Slow postural sway along the chest normal, OU state with unit variance.
+    sway: f64,
+    breathing: Breathing,
+    heartbeat: Heartbeat,
+    last_vitals: choreography::Vitals,
+}
+
+/// One body scatterer for the channel: amplitude relative to the direct path and path length.
+#[derive(Debug, Clone, Copy)]
+struct Scatterer {
+    amplitude: f64,
+    path_m: f64,
+}
+
+/// Everything the person contributes to one frame.
+#[derive(Debug, Clone, Copy)]
+struct BodyFrame {
+    torso: Scatterer,
+    limbs: Scatterer,
+    /// The torso seen via the walls: the body lights up the room, so it reaches the receiver
+    /// along more than one path, each moving differently as the person walks.
+    echoes: [Scatterer; 2],
+    los_factor: f64,
+}
+
+#[derive(Debug)]
+pub struct Simulator {
+    config: SimConfig,
+    layout: Layout,
+    static_channel: StaticChannel,
+    centre_hz: f64,
+    wavelength_m: f64,
+    segment_ends_s: Vec<f64>,
+    segment: usize,
+    total_s: f64,
+    tick: u64,
+    last_t_s: Option<f64>,
+    choreography: Choreography,
+    body: Body,
+    agc: Agc,
+    creep: Creep,
+    person_rng: ChaCha8Rng,
+    radio_rng: ChaCha8Rng,
+    timing_rng: ChaCha8Rng,
+    /// Per distinct frequency, reused between frames.
+    channel_scratch: Vec<Complex64>,
+    rotation_scratch: Vec<Complex64>,
+}
+
+impl Simulator {
+    pub fn new(config: SimConfig) -> Self {
+        let stream = |n| {
+            let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+            rng.set_stream(n);
+            rng
+        };
+        let mut room_rng = stream(STREAM_ROOM);
+        let mut person_rng = stream(STREAM_PERSON);
+        let mut radio_rng = stream(STREAM_RADIO);
+        let timing_rng = stream(STREAM_TIMING);
+        let layout = Layout::new(config.subcarriers);
+        let centre_hz = channel_centre_hz(config.channel);
+        let static_channel =
+            StaticChannel::new(&layout, centre_hz, config.room.los_m(), &mut room_rng);
+        let mut end = 0.0;
+        let segment_ends_s: Vec<f64> = config
+            .script
+            .iter()
+            .map(|s| {
+                end += s.duration_s.max(0.0);
+                end
+            })
+            .collect();
+        let choreography = Choreography::new(
+            config.room.clone(),
+            config.script.first().map(|s| &s.activity),
+            &mut person_rng,
+        );
+        let start = choreography
+            .clone()
+            .at(0.0, &mut person_rng.clone())
+            .pose
+            .xy;
+        let body = Body {
+            xy: start,
+            velocity: [0.0, 0.0],
+            stride_phase: 0.0,
+            sway: person_rng.sample(StandardNormal),
+            breathing: Breathing::new(&mut person_rng),
+            heartbeat: Heartbeat::new(&mut person_rng),
+            last_vitals: choreography::Vitals {
+                breathing_bpm: 15.0,
+                heart_bpm: 70.0,
+            },
+        };
+        let creep = Creep::new(&mut radio_rng);
+        let distinct = layout.indices.len();
+        Self {
+            wavelength_m: channel::C_M_S / centre_hz,
+            total_s: end,
+            layout,
+            static_channel,
+            centre_hz,
+            segment_ends_s,
+            segment: 0,
+            tick: 0,
+            last_t_s: None,
+            choreography,
+            body,
+            agc: Agc::new(),
+            creep,
+            person_rng,
+            radio_rng,
+            timing_rng,
+            channel_scratch: vec![Complex64::new(0.0, 0.0); distinct],
+            rotation_scratch: vec![Complex64::new(0.0, 0.0); distinct],
+            config,
+        }
+    }
+
+    /// Length of the script.
+    pub fn duration_s(&self) -> f64 {
+        self.total_s
+    }
+
+    /// The configuration being played.
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    /// The next frame and its ground truth; `None` once the script has played out.
+    pub fn next_frame(&mut self) -> Option<(CsiFrame, GroundTruth)> {
+        let (t_s, dt, kinematics) = self.advance()?;
+        let (body, mut truth) = self.body_step(t_s, dt, &kinematics);
+        let (csi, gain, rssi_dbm) = self.radio_step(dt, &body);
+        truth.agc_gain = gain;
+        let frame = CsiFrame {
+            node_id: self.config.node_id.clone(),
+            t_s,
+            rssi_dbm: Some(rssi_dbm),
+            channel: Some(self.config.channel),
+            format: WireFormat::Simulator,
+            csi,
+        };
+        Some((frame, truth))
+    }
+
+    /// The next frame's ground truth without synthesising its CSI: for simulating days of
+    /// routine quickly. The truth sequence is identical to `next_frame`'s; mixing the two only
+    /// changes the noise of later frames.
+    pub fn next_truth(&mut self) -> Option<GroundTruth> {
+        let (t_s, dt, kinematics) = self.advance()?;
+        let (_, mut truth) = self.body_step(t_s, dt, &kinematics);
+        truth.agc_gain = 1.0;
+        Some(truth)
+    }
+
+    /// Moves to the next kept packet: its time, the time since the previous kept packet and the
+    /// intended body state.
+    fn advance(&mut self) -> Option<(f64, f64, Kinematics)> {
+        let rate = self.config.rate_hz;
+        if !(rate > 0.0 && rate.is_finite()) {
+            return None;
+        }
+        loop {
+            let nominal = self.tick as f64 / rate;
+            if nominal >= self.total_s {
+                return None;
+            }
+            self.tick += 1;
+            let jitter = if self.config.timestamp_jitter_s > 0.0 {
+                let z: f64 = self.timing_rng.sample(StandardNormal);
+                (z * self.config.timestamp_jitter_s).clamp(-0.45 / rate, 0.45 / rate)
+            } else {
+                0.0
+            };
+            let lost = self.config.packet_loss > 0.0
+                && self.timing_rng.random::<f64>() < self.config.packet_loss;
+            if lost {
+                continue;
+            }
+            let t_s = (nominal + jitter).max(0.0);
+            while self.segment + 1 < self.segment_ends_s.len()
+                && t_s >= self.segment_ends_s[self.segment]
+            {
+                let boundary = self.segment_ends_s[self.segment];
+                self.segment += 1;
+                let activity = self.config.script[self.segment].activity.clone();
+                self.choreography
+                    .start(boundary, &activity, &mut self.person_rng);
+            }
+            let dt = self.last_t_s.map_or(0.0, |last| (t_s - last).max(0.0));
+            self.last_t_s = Some(t_s);
+            let kinematics = self.choreography.at(t_s, &mut self.person_rng);
+            return Some((t_s, dt, kinematics));
+        }
+    }
+
+    /// Moves the body by `dt` towards `kinematics` and returns its scatterers and the truth.
+    fn body_step(
+        &mut self,
+        t_s: f64,
+        dt: f64,
+        kinematics: &Kinematics,
+    ) -> (BodyFrame, GroundTruth) {
+        let rng = &mut self.person_rng;
+        let body = &mut self.body;
+        // Torso inertia, integrated in sub-steps short enough to stay stable at any rate.
+        let substeps = (dt / 0.02).ceil().max(1.0);
+        let h = dt / substeps;
+        let w = WALK_INERTIA_RAD_S;
+        for _ in 0..substeps as u32 {
+            for axis in 0..2 {
+                let accel = w * w * (kinematics.pose.xy[axis] - body.xy[axis])
+                    - 2.0 * w * body.velocity[axis];
+                body.velocity[axis] += h * accel;
+                body.xy[axis] += h * body.velocity[axis];
+            }
+        }
+        let speed = body.velocity[0].hypot(body.velocity[1]);
+        // Gait: cadence rises with speed; the chest bobs twice per stride.
+        let gait = if kinematics.walking || speed > 0.15 {
+            (speed / 1.0).min(1.3)
+        } else {
+            0.0
+        };
+        body.stride_phase = (body.stride_phase + dt * 0.95 * gait.sqrt()).fract();
+        body.sway = ou_step(body.sway, dt, 30.0, rng);
+        if let Some(v) = kinematics.vitals {
+            body.last_vitals = v;
+        }
+        let breath_m = body.breathing.step(
+            dt,
+            body.last_vitals.breathing_bpm,
+            self.config.breathing_depth_m,
+            rng,
+        );
+        let heart_m = body.heartbeat.step(
+            dt,
+            body.last_vitals.heart_bpm,
+            body.breathing.phase(),
+            self.config.heart_depth_m,
+            rng,
+        );
+
+        let normal = kinematics.normal;
+        let still = kinematics.action == BodyAction::Still;
+        let sway_m = if still { 0.0015 * body.sway } else { 0.0 };
+        let bob_m = 0.025 * gait * (TAU * 2.0 * body.stride_phase).sin();
+        let chest = [
+            body.xy[0] + normal[0] * sway_m,
+            body.xy[1] + normal[1] * sway_m,
+            kinematics.pose.z + bob_m + normal[2] * sway_m,
+        ];
+        let room = &self.config.room;
+        let coupling = room.coupling(chest, normal, self.wavelength_m);
+        let chest_motion_m = match kinematics.vitals {
+            Some(_) => coupling.chest_gain * (breath_m + heart_m),
+            None => 0.0,
+        };
+        let visibility = room.visibility(body.xy);
+        let base_amplitude = self.config.body_reflectivity_m
+            * coupling.spreading
+            * posture_reflectivity(kinematics.pose.posture)
+            * visibility;
+        // The torso turns and twists while walking, so its cross-section flickers.
+        let torso_amplitude =
+            base_amplitude * (1.0 + 0.15 * gait * (TAU * 2.0 * body.stride_phase + 1.0).sin());
+
+        // Arms and legs: swinging along the walking direction, or flailing after an impact.
+        let heading = if speed > 1e-6 {
+            [body.velocity[0] / speed, body.velocity[1] / speed]
+        } else {
+            [0.0, 0.0]
+        };
+        let swing = 0.35 * gait * (TAU * body.stride_phase).sin();
+        let f = kinematics.flail_s;
+        let flail = kinematics.flail;
+        let limb_point = [
+            chest[0] + heading[0] * swing + flail * 0.4 * (TAU * 5.1 * f + 1.0).sin(),
+            chest[1] + heading[1] * swing + flail * 0.4 * (TAU * 6.7 * f + 2.0).sin(),
+            chest[2] - 0.5 * gait.min(1.0) + flail * 0.3 * (TAU * 3.9 * f).sin(),
+        ];
+        let limb_amplitude = base_amplitude * (0.4 * gait.min(1.0) + 0.8 * flail);
+        let limb_path =
+            room::norm(room::sub(limb_point, room.tx)) + room::norm(room::sub(limb_point, room.rx));
+        let echoes = room
+            .wall_echoes(chest)
+            .map(|(path_m, spreading)| Scatterer {
+                amplitude: self.config.body_reflectivity_m
+                    * spreading
+                    * WALL_REFLECTION
+                    * posture_reflectivity(kinematics.pose.posture)
+                    * visibility,
+                path_m: path_m + chest_motion_m,
+            });
+
+        let present = kinematics.pose.posture != Posture::Outside && room.contains(body.xy);
+        let moving = present && (!still || speed > 0.1);
+        let vitals_shown = present && still;
+        let truth = GroundTruth {
+            present,
+            moving,
+            breathing_bpm: kinematics
+                .vitals
+                .filter(|_| vitals_shown)
+                .map(|v| body.breathing.rate_bpm(v.breathing_bpm)),
+            heart_bpm: kinematics
+                .vitals
+                .filter(|_| vitals_shown)
+                .map(|v| body.heartbeat.rate_bpm(v.heart_bpm)),
+            range_m: present.then_some(coupling.range_m),
+            excess_path_m: present.then_some(coupling.excess_path_m),
+            activity: self
+                .config
+                .script
+                .get(self.segment)
+                .map(|s| s.activity.clone())
+                .unwrap_or_default(),
+            segment: self.segment,
+            action: kinematics.action,
+            posture: kinematics.pose.posture,
+            impact: kinematics.impact,
+            fallen: kinematics.impact || kinematics.pose.posture == Posture::LyingFloor,
+            agc_gain: 1.0,
+            t_s,
+        };
+        let frame = BodyFrame {
+            torso: Scatterer {
+                amplitude: torso_amplitude,
+                path_m: coupling.path_m + chest_motion_m,
+            },
+            limbs: Scatterer {
+                amplitude: limb_amplitude,
+                path_m: limb_path,
+            },
+            echoes,
+            // Outside the room the wall, not the body, is in the way.
+            los_factor: if visibility > 0.0 {
+                coupling.los_factor
+            } else {
+                1.0
+            },
+        };
+        (frame, truth)
+    }
+
+    /// Synthesises the received buffer: channel, then receiver impairments.
+    fn radio_step(&mut self, dt: f64, body: &BodyFrame) -> (Vec<Complex32>, f64, i16) {
+        let channel = &self.static_channel;
+        let creep = self.creep.step(dt, &mut self.radio_rng);
+        let creep = creep * 0.5;
+        let shadow = body.los_factor - 1.0;
+        for (u, h) in self.channel_scratch.iter_mut().enumerate() {
+            *h = channel.total[u] + channel.direct[u] * shadow + channel.creeping[u] * creep;
+        }
+        let indices = &self.layout.indices;
+        for s in [body.torso, body.limbs, body.echoes[0], body.echoes[1]] {
+            add_path(
+                &mut self.channel_scratch,
+                indices,
+                self.centre_hz,
+                s.amplitude,
+                s.path_m,
+                // A body reflection flips the phase, like any reflection off a denser medium.
+                std::f64::consts::PI,
+            );
+        }
+
+        let rng = &mut self.radio_rng;
+        let gain = self.agc.next_gain(&self.config.agc, dt, rng);
+        let scale = gain * self.config.amplitude_rms / channel.rms;
+        // Common phase (carrier phase offset) and a linear phase across subcarriers (timing
+        // offset of the packet detection, ~±15 ns), one pair per packet.
+        let (common, timing_s) = if self.config.phase_offsets {
+            let timing: f64 = rng.sample(StandardNormal);
+            (rng.random_range(0.0..TAU), 15e-9 * timing)
+        } else {
+            (0.0, 0.0)
+        };
+        self.rotation_scratch
+            .iter_mut()
+            .for_each(|r| *r = Complex64::new(0.0, 0.0));
+        add_path(
+            &mut self.rotation_scratch,
+            indices,
+            0.0,
+            scale,
+            timing_s * channel::C_M_S,
+            common,
+        );
+        let snr = 10f64.powf(self.config.snr_db / 10.0);
+        let noise_sigma = scale * channel.rms / (2.0 * snr).sqrt();
+
+        let mut power = 0.0;
+        let csi = self
+            .layout
+            .slots
+            .iter()
+            .map(|slot| match slot {
+                None => Complex32::new(0.0, 0.0),
+                Some(u) => {
+                    let h = self.channel_scratch[*u];
+                    power += h.norm_sqr();
+                    let v = h * self.rotation_scratch[*u];
+                    let n_re: f64 = rng.sample(StandardNormal);
+                    let n_im: f64 = rng.sample(StandardNormal);
+                    Complex32::new(
+                        quantise(v.re + noise_sigma * n_re),
+                        quantise(v.im + noise_sigma * n_im),
+                    )
+                }
+            })
+            .collect();
+        let valid = self
+            .layout
+            .slots
+            .iter()
+            .filter(|s| s.is_some())
+            .count()
+            .max(1);
+        let relative_power = power / valid as f64 / (channel.rms * channel.rms);
+        let rssi_noise: f64 = rng.sample(StandardNormal);
+        let rssi = -52.0 + 10.0 * relative_power.max(1e-6).log10() + rssi_noise;
+        (csi, gain, rssi.round().clamp(-127.0, 0.0) as i16)
+    }
+}
+
+impl Iterator for Simulator {
+    type Item = (CsiFrame, GroundTruth);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_frame()
+    }
+}
