@@ -7,9 +7,10 @@
 //! only completes once the breathing check has had a full window to look. Until then a default
 //! threshold applies, so the engine never assumes the room is empty.
 //!
-//! Present = moving OR accepted breathing OR still bridge (a real motion episode in the last
-//! 75 s, while the breathing estimator waits for its window), debounced over 4 grid ticks.
-//! Moving always implies present.
+//! Present = moving OR accepted breathing (held 20 s through a lapse of the gates) OR still
+//! bridge (a real motion episode in the last 75 s, while the breathing estimator waits for its
+//! window or still sees a breathing-band candidate), debounced over 4 grid ticks. Moving always
+//! implies present.
 
 /// Motion level above which a link counts as moving before it is calibrated (ESPectre's quiet
 /// links average 0.005–0.027, moving 0.022–0.110).
@@ -26,6 +27,9 @@ pub const STILL_BRIDGE_S: f64 = 75.0;
 /// A motion episode shorter than this does not arm the bridge (a lone false alarm must not hold
 /// the room occupied for 75 s).
 pub const BRIDGE_ARM_S: f64 = 1.0;
+/// Seconds presence is held after the last accepted breath while the room stays still: a
+/// breathing rate lapsing for a window or two must not make a still person vanish.
+pub const BREATH_HOLD_S: f64 = 20.0;
 /// Ticks a new state must persist before it is reported.
 pub const DEBOUNCE_TICKS: u32 = 4;
 /// Ticks the motion label must persist to switch on: shorter, because the block average, Hampel
@@ -58,6 +62,7 @@ pub struct PresenceTracker {
     motion_episode_s: f64,
     last_motion_end: Option<f64>,
     bridge_armed: bool,
+    last_breath: Option<f64>,
     present: bool,
     present_streak: u32,
     score: f32,
@@ -82,6 +87,7 @@ impl PresenceTracker {
             motion_episode_s: 0.0,
             last_motion_end: None,
             bridge_armed: false,
+            last_breath: None,
             present: false,
             present_streak: 0,
             score: 0.0,
@@ -164,8 +170,18 @@ impl PresenceTracker {
             && self
                 .last_motion_end
                 .is_some_and(|e| t_s - e >= 0.0 && t_s - e <= STILL_BRIDGE_S);
+        if breath.accepted {
+            self.last_breath = Some(t_s);
+        }
+        if self.moving {
+            self.last_breath = None;
+        }
+        let breath_hold = self
+            .last_breath
+            .is_some_and(|b| t_s - b >= 0.0 && t_s - b <= BREATH_HOLD_S);
         let raw = self.moving
             || breath.accepted
+            || (breath_hold && breath.analysed)
             || (bridge && !breath.analysed)
             || (bridge && breath.candidate);
         if self.moving {

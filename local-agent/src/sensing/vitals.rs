@@ -4,12 +4,12 @@
 //! subcarriers can move in antiphase (adding them cancels the signal). So the estimator keeps the
 //! top 8 subcarriers by vital-band SNR, aligns their signs by correlating their band-passed series
 //! with the best one, weights them by SNR, and refits that selection every 6 s. The combined
-//! series is analysed every second; a rate is emitted only after prominence, SNR, concentration
-//! and 3-window persistence gates pass. Heart rate is searched after notching the 2nd–4th
+//! series is high-passed at 0.07 Hz (drift) and analysed every second; a rate is emitted only
+//! after prominence, SNR, concentration, peak-width and 3-window persistence gates pass. Heart rate is searched after notching the 2nd–4th
 //! breathing harmonics (the 3rd harmonic of 15 br/min sits at 45 bpm, RuView's infamous reading),
 //! and breathing folds 2:1 when its first harmonic outshines a real fundamental.
 
-use super::dsp::filter::BandPass;
+use super::dsp::filter::{BandPass, highpass_zero_phase};
 use super::dsp::hampel::hampel_in_place;
 use super::dsp::spectrum::{Peak, PeakGates, Persistence, Spectrum, SpectrumAnalyzer};
 
@@ -21,6 +21,8 @@ pub const BREATH_BAND: (f32, f32) = (0.1, 0.5);
 pub const BREATH_SELECT_BAND: (f32, f32) = (0.08, 0.6);
 /// Slow drift band: when it dominates, the "breathing" is posture or furniture drift.
 pub const DRIFT_BAND: (f32, f32) = (0.03, 0.1);
+/// Drift removed below this before the breathing spectrum (see `highpass_zero_phase`).
+pub const DRIFT_CUTOFF_HZ: f32 = 0.07;
 /// Heart band, Hz (50–120 bpm).
 pub const HEART_BAND: (f32, f32) = (0.83, 2.0);
 
@@ -28,11 +30,13 @@ pub const BREATH_GATES: PeakGates = PeakGates {
     prominence: 1.5,
     snr: 5.0,
     concentration: 0.6,
+    max_width: 1.6,
 };
 pub const HEART_GATES: PeakGates = PeakGates {
     prominence: 4.0,
     snr: 5.0,
     concentration: 0.55,
+    max_width: 1.6,
 };
 
 /// Tunables (grid samples at `GRID_HZ`).
@@ -106,10 +110,12 @@ pub struct VitalsEstimator {
     pub breathing: VitalReading,
     pub heart: VitalReading,
     spec: Spectrum,
+    spec_drift: Spectrum,
+    drift: Vec<f32>,
     series: Vec<f32>,
     combined: Vec<f32>,
     scratch: Vec<f32>,
-    scored: Vec<(f32, usize)>,
+    scored: Vec<(f32, usize, f32)>,
     bp_ref: Vec<f32>,
     bp_tmp: Vec<f32>,
 }
@@ -135,6 +141,8 @@ impl VitalsEstimator {
             breathing: VitalReading::default(),
             heart: VitalReading::default(),
             spec: Spectrum::default(),
+            spec_drift: Spectrum::default(),
+            drift: Vec::new(),
             series: Vec::new(),
             combined: Vec::new(),
             scratch: Vec::new(),
@@ -209,11 +217,11 @@ impl VitalsEstimator {
         }
     }
 
-    /// Hampel, detrend-free z-scoring happens in the spectrum; here: copy + Hampel + unit RMS.
+    /// The last `len` samples of subcarrier `k`, mean removed and scaled to unit RMS, in
+    /// `self.series` (the spectrum detrends; Hampel runs on the combined series).
     fn prepared_series(&mut self, k: usize, len: usize) {
         let mut s = std::mem::take(&mut self.series);
         self.copy_series(k, len, &mut s);
-        hampel_in_place(&mut s, &mut self.scratch);
         let mean = s.iter().sum::<f32>() / len.max(1) as f32;
         s.iter_mut().for_each(|v| *v -= mean);
         let rms = (s.iter().map(|v| v * v).sum::<f32>() / len.max(1) as f32).sqrt();
@@ -254,14 +262,14 @@ impl VitalsEstimator {
                 spec.notch(*f, 0.08);
             }
             if let Some(p) = spec.peak(band.0, band.1, &mut self.scratch) {
-                self.scored.push((p.snr, k));
+                self.scored.push((p.snr, k, p.freq_hz));
             }
         }
         self.spec = spec;
         self.scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         self.scored.truncate(self.cfg.top_k);
         let mut sel = Selection::default();
-        let Some(&(_, best)) = self.scored.first() else {
+        let Some(&(_, best, _)) = self.scored.first() else {
             return sel;
         };
         let Some(bp) = BandPass::new(GRID_HZ, band.0, band.1) else {
@@ -272,7 +280,7 @@ impl VitalsEstimator {
         let mut bp_tmp = std::mem::take(&mut self.bp_tmp);
         bp.filter_series(&self.series, &mut bp_ref);
         let scored = self.scored.clone();
-        for (snr, k) in scored {
+        for (snr, k, _) in scored {
             self.prepared_series(k, len);
             bp.filter_series(&self.series, &mut bp_tmp);
             let corr: f32 = bp_ref.iter().zip(bp_tmp.iter()).map(|(a, b)| a * b).sum();
@@ -296,6 +304,9 @@ impl VitalsEstimator {
                 *c += w * v;
             }
         }
+        // One Hampel pass on the combination (spikes are common to all subcarriers: an AGC
+        // glitch or a corrupted packet) costs an eighth of filtering each subcarrier.
+        hampel_in_place(&mut combined, &mut self.scratch);
         self.combined = combined;
     }
 
@@ -318,22 +329,35 @@ impl VitalsEstimator {
         let sel = std::mem::take(&mut self.sel_breath);
         self.combine(&sel, len);
         self.sel_breath = sel;
+        // Drift view first (linear detrend keeps slow wander visible), then the analysis view.
+        let mut drift_view = std::mem::take(&mut self.drift);
+        drift_view.clear();
+        drift_view.extend_from_slice(&self.combined);
+        let mut dspec = std::mem::take(&mut self.spec_drift);
+        self.fft_breath
+            .power_detrended(&mut drift_view, GRID_HZ, 1, &mut dspec);
+        self.drift = drift_view;
         let mut spec = std::mem::take(&mut self.spec);
+        highpass_zero_phase(&mut self.combined, GRID_HZ, DRIFT_CUTOFF_HZ);
         self.fft_breath
             .power(&mut self.combined, GRID_HZ, &mut spec);
         let peak = spec.peak(BREATH_BAND.0, BREATH_BAND.1, &mut self.scratch);
         let mut candidate = None;
         if let Some(p) = peak {
             let p = fold_half(&spec, p, &mut self.scratch);
-            let drift = spec.band_max(DRIFT_BAND.0, DRIFT_BAND.1);
-            if BREATH_GATES.pass(&p) && drift < p.power {
+            // Reject when the slow drift band dominates: a random walk (thermal creep, a door)
+            // detrended by a quadratic leaves a hump just above 0.1 Hz that looks like breathing.
+            let drift = dspec.band_max(DRIFT_BAND.0, DRIFT_BAND.1);
+            let at_peak = dspec.power_at(p.freq_hz);
+            if BREATH_GATES.pass(&p) && drift < at_peak {
                 candidate = Some(p.freq_hz);
             }
         }
+        self.spec_drift = dspec;
         self.spec = spec;
         let accepted = self.pers_breath.push(candidate);
         self.breathing = VitalReading {
-            bpm: candidate.filter(|_| accepted).map(|f| f64::from(f) * 60.0),
+            bpm: accepted.map(|f| f64::from(f) * 60.0),
             snr: peak.map(|p| f64::from(p.snr)),
             candidate_hz: candidate,
             analysed: true,
@@ -352,7 +376,7 @@ impl VitalsEstimator {
             .candidate_hz
             .or(self.breathing.bpm.map(|b| (b / 60.0) as f32));
         let notches: Vec<f32> = fb
-            .map(|f| vec![2.0 * f, 3.0 * f, 4.0 * f, 5.0 * f])
+            .map(|f| (2..=8).map(|h| h as f32 * f).collect())
             .unwrap_or_default();
         if self.sel_heart.idx.is_empty() || self.sel_heart.age >= self.cfg.refit {
             self.sel_heart = self.refit(len, HEART_BAND, &notches, true);
@@ -370,7 +394,7 @@ impl VitalsEstimator {
         self.spec = spec;
         let accepted = self.pers_heart.push(candidate);
         self.heart = VitalReading {
-            bpm: candidate.filter(|_| accepted).map(|f| f64::from(f) * 60.0),
+            bpm: accepted.map(|f| f64::from(f) * 60.0),
             snr: peak.map(|p| f64::from(p.snr)),
             candidate_hz: candidate,
             analysed: true,
@@ -389,8 +413,7 @@ fn fold_half(spec: &Spectrum, p: Peak, scratch: &mut Vec<f32>) -> Peak {
     let Some(sub) = spec.peak(half - w, half + w, scratch) else {
         return p;
     };
-    if !sub.at_edge && sub.power >= 0.3 * p.power && sub.power >= BREATH_GATES.snr * p.power / p.snr
-    {
+    if !sub.at_edge && sub.snr >= BREATH_GATES.snr && sub.snr >= 0.3 * p.snr {
         Peak {
             freq_hz: sub.freq_hz,
             ..p

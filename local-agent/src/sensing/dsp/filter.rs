@@ -43,6 +43,35 @@ impl BandPass {
     }
 }
 
+/// Zero-phase 8th-order high-pass (two Butterworth biquads, run forwards then backwards).
+///
+/// A quadratic detrend over a 30 s window is a gentle high-pass whose edge turns slow drift
+/// (red noise) into a tone-like hump at 0.13–0.16 Hz, right in the breathing band. A sharp
+/// high-pass at 0.07 Hz removes the drift instead, so what remains of it slopes down across the
+/// band (a band-edge maximum, rejected) rather than peaking inside it.
+pub fn highpass_zero_phase(x: &mut [f32], fs: f32, fc: f32) {
+    if x.len() < 8 || !(fs > 0.0 && fc > 0.0 && fc < fs / 2.0) {
+        return;
+    }
+    let Ok(c) =
+        Coefficients::<f32>::from_params(Type::HighPass, fs.hz(), fc.hz(), Q_BUTTERWORTH_F32)
+    else {
+        return;
+    };
+    // Start from zero level: remove the mean and slope so the filters do not ring on a step.
+    let n = x.len() as f32;
+    let mean = x.iter().sum::<f32>() / n;
+    x.iter_mut().for_each(|v| *v -= mean);
+    for _pass in 0..2 {
+        let mut a = DirectForm2Transposed::<f32>::new(c);
+        let mut b = DirectForm2Transposed::<f32>::new(c);
+        for v in x.iter_mut() {
+            *v = b.run(a.run(*v));
+        }
+        x.reverse();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

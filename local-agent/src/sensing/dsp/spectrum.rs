@@ -11,6 +11,29 @@ use realfft::{RealFftPlanner, RealToComplex};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+/// Removes the least-squares linear trend (offset and slope only).
+pub fn detrend_linear(x: &mut [f32]) {
+    let n = x.len();
+    if n < 2 {
+        x.iter_mut().for_each(|v| *v = 0.0);
+        return;
+    }
+    let nf = n as f64;
+    let tm = (nf - 1.0) / 2.0;
+    let (mut sy, mut sty, mut stt) = (0.0, 0.0, 0.0);
+    for (i, v) in x.iter().enumerate() {
+        let t = i as f64 - tm;
+        sy += f64::from(*v);
+        sty += t * f64::from(*v);
+        stt += t * t;
+    }
+    let a = sy / nf;
+    let b = if stt > 0.0 { sty / stt } else { 0.0 };
+    for (i, v) in x.iter_mut().enumerate() {
+        *v -= (a + b * (i as f64 - tm)) as f32;
+    }
+}
+
 /// Removes the least-squares quadratic trend (slow drift from temperature, AGC, furniture).
 pub fn detrend_quadratic(x: &mut [f32]) {
     let n = x.len();
@@ -55,6 +78,9 @@ pub struct SpectrumAnalyzer {
     output: Vec<Complex<f32>>,
     scratch: Vec<Complex<f32>>,
     window: Vec<f32>,
+    /// Difference the series before the transform (off by default: on CSI the differenced floor
+    /// is far from a power law and whitening it made more false peaks than it removed).
+    pub prewhiten: bool,
 }
 
 impl std::fmt::Debug for SpectrumAnalyzer {
@@ -78,6 +104,7 @@ impl SpectrumAnalyzer {
             fft,
             nfft,
             window: Vec::new(),
+            prewhiten: false,
         }
     }
 
@@ -85,13 +112,32 @@ impl SpectrumAnalyzer {
         self.nfft
     }
 
-    /// Power spectrum of `x` sampled at `fs` (detrended in place, Hann-windowed, zero-padded).
-    /// `x` longer than `nfft` is truncated to its most recent `nfft` samples.
+    /// Power spectrum of `x` sampled at `fs` (degree-2 detrended in place, Hann-windowed,
+    /// zero-padded). `x` longer than `nfft` is truncated to its most recent `nfft` samples.
     pub fn power(&mut self, x: &mut [f32], fs: f32, out: &mut Spectrum) {
+        self.power_detrended(x, fs, 2, out);
+    }
+
+    /// As [`Self::power`] with a linear (`degree` 1) or quadratic (2) detrend. The quadratic
+    /// detrend acts as a high-pass that can turn steep red noise into an apparent peak just above
+    /// its cut-off; the linear one keeps that drift visible so it can be recognised.
+    pub fn power_detrended(&mut self, x: &mut [f32], fs: f32, degree: u8, out: &mut Spectrum) {
         let start = x.len().saturating_sub(self.nfft);
-        let x = &mut x[start..];
+        let mut x = &mut x[start..];
+        if self.prewhiten && x.len() > 3 {
+            // First difference: turns drift (random-walk-like, 1/f²) into a flat floor, so the
+            // detrend's high-pass edge cannot shape it into a breathing-like hump.
+            for i in (1..x.len()).rev() {
+                x[i] -= x[i - 1];
+            }
+            x = &mut x[1..];
+        }
         let n = x.len();
-        detrend_quadratic(x);
+        if degree >= 2 {
+            detrend_quadratic(x);
+        } else {
+            detrend_linear(x);
+        }
         if self.window.len() != n {
             self.window.clear();
             let denom = (n.max(2) - 1) as f32;
@@ -134,7 +180,7 @@ pub struct Peak {
     /// Interpolated frequency, Hz.
     pub freq_hz: f32,
     pub power: f32,
-    /// Peak power / median in-band power.
+    /// Peak power / median in-band power (outside the peak's main lobe).
     pub snr: f32,
     /// Peak power / highest other local maximum in the band (outside the peak's main lobe).
     pub prominence: f32,
@@ -142,6 +188,9 @@ pub struct Peak {
     pub concentration: f32,
     /// The maximum sits at the band edge (a rising slope into the band, not a peak).
     pub at_edge: bool,
+    /// Full width at half maximum relative to that of a steady tone in this window (1.0 for a
+    /// pure tone; a hump of band-limited drift is much wider).
+    pub width_ratio: f32,
 }
 
 /// Thresholds a peak must meet to be believed.
@@ -150,11 +199,14 @@ pub struct PeakGates {
     pub prominence: f32,
     pub snr: f32,
     pub concentration: f32,
+    /// Widest accepted peak, in tone widths.
+    pub max_width: f32,
 }
 
 impl PeakGates {
     pub fn pass(&self, p: &Peak) -> bool {
         !p.at_edge
+            && p.width_ratio <= self.max_width
             && p.prominence >= self.prominence
             && p.snr >= self.snr
             && p.concentration >= self.concentration
@@ -165,6 +217,15 @@ impl Spectrum {
     /// Half-width of the Hann main lobe (two resolution bins) in zero-padded bins.
     pub fn mainlobe_bins(&self) -> usize {
         2 * self.resolution_bins()
+    }
+
+    /// One resolution bin in zero-padded bins, unrounded.
+    fn resolution_exact(&self) -> f32 {
+        if self.window_len == 0 {
+            return 1.0;
+        }
+        let nfft = (self.power.len().saturating_sub(1)) * 2;
+        nfft as f32 / self.window_len as f32
     }
 
     /// One resolution bin (1 / window length) in zero-padded bins.
@@ -217,20 +278,63 @@ impl Spectrum {
         }
     }
 
+    /// Noise floor over bins a..=b (minus `exclude`, the peak's main lobe): the median power,
+    /// returned as a (centre, ln level, slope) law with zero slope.
+    fn floor_law(
+        &self,
+        a: usize,
+        b: usize,
+        exclude: Option<(usize, usize)>,
+        scratch: &mut Vec<f32>,
+    ) -> (f64, f64, f64) {
+        let keep = |j: usize| exclude.is_none_or(|(lo, hi)| j < lo || j > hi);
+        scratch.clear();
+        scratch.extend((a..=b).filter(|j| keep(*j)).map(|j| self.power[j]));
+        if scratch.is_empty() {
+            scratch.extend_from_slice(&self.power[a..=b]);
+        }
+        scratch.sort_unstable_by(f32::total_cmp);
+        let med = f64::from(scratch[scratch.len() / 2].max(1e-30));
+        (0.0, med.ln(), 0.0)
+    }
+
     /// The strongest peak in [lo, hi] Hz with its quality figures; `None` for an empty band or a
     /// spectrum with no power.
+    ///
+    /// All figures are taken on the spectrum divided by its noise floor.
     pub fn peak(&self, lo: f32, hi: f32, scratch: &mut Vec<f32>) -> Option<Peak> {
         let (a, b) = self.bin_range(lo, hi);
-        if a + 2 > b {
+        if a + 2 > b
+            || self.power[a..=b]
+                .iter()
+                .all(|p| *p <= 0.0 || !p.is_finite())
+        {
             return None;
         }
-        let band = &self.power[a..=b];
-        let (imax_rel, &pmax) = band.iter().enumerate().max_by(|x, y| x.1.total_cmp(y.1))?;
-        if pmax <= 0.0 || !pmax.is_finite() {
+        let lobe = self.mainlobe_bins();
+        let whiten = |law: (f64, f64, f64), out: &mut Vec<f32>| {
+            out.clear();
+            for j in a..=b {
+                let fl = (law.1 + law.2 * ((j.max(1) as f64).ln() - law.0)).exp();
+                let w = if fl > 0.0 && fl.is_finite() {
+                    (f64::from(self.power[j]) / fl) as f32
+                } else {
+                    0.0
+                };
+                out.push(if w.is_finite() { w } else { 0.0 });
+            }
+        };
+        let mut w = Vec::with_capacity(b - a + 1);
+        whiten(self.floor_law(a, b, None, scratch), &mut w);
+        let (rel, _) = w.iter().enumerate().max_by(|x, y| x.1.total_cmp(y.1))?;
+        let i = a + rel;
+        let law = self.floor_law(a, b, Some((i.saturating_sub(lobe), i + lobe)), scratch);
+        whiten(law, &mut w);
+        let wmax = w[rel];
+        if wmax <= 0.0 {
             return None;
         }
-        let i = a + imax_rel;
-        let at_edge = imax_rel == 0 || imax_rel == band.len() - 1;
+        let at_edge = rel == 0 || rel == w.len() - 1;
         // Parabolic interpolation on log power (exact for a Gaussian-like Hann main lobe).
         let mut offset = 0.0;
         if i > 0 && i + 1 < self.power.len() {
@@ -241,45 +345,52 @@ impl Spectrum {
                 offset = (0.5 * (y0 - y2) / den).clamp(-0.5, 0.5);
             }
         }
-        scratch.clear();
-        scratch.extend_from_slice(band);
-        scratch.sort_unstable_by(f32::total_cmp);
-        let median = scratch[scratch.len() / 2].max(1e-30);
-        let lobe = self.mainlobe_bins();
         let mut second = 0.0f32;
-        for j in (a + 1)..b {
-            if j.abs_diff(i) <= lobe {
+        for j in 1..w.len().saturating_sub(1) {
+            if j.abs_diff(rel) <= lobe {
                 continue;
             }
-            let p = self.power[j];
-            if p >= self.power[j - 1] && p >= self.power[j + 1] {
-                second = second.max(p);
+            if w[j] >= w[j - 1] && w[j] >= w[j + 1] {
+                second = second.max(w[j]);
             }
         }
-        let total: f32 = band.iter().sum();
+        let total: f32 = w.iter().sum();
         // Concentration counts ±1 resolution bin: a steady tone keeps ~90% of its Hann-windowed
         // power there, white noise only 3 / (band width in bins).
         let res = self.resolution_bins();
-        let lo_i = i.saturating_sub(res).max(a);
-        let hi_i = (i + res).min(b);
-        let near: f32 = self.power[lo_i..=hi_i].iter().sum();
+        let near: f32 = w[rel.saturating_sub(res)..=(rel + res).min(w.len() - 1)]
+            .iter()
+            .sum();
+        let half = 0.5 * wmax;
+        let mut l = rel;
+        while l > 0 && w[l - 1] >= half {
+            l -= 1;
+        }
+        let mut r = rel;
+        while r + 1 < w.len() && w[r + 1] >= half {
+            r += 1;
+        }
+        // Hann main lobe FWHM is 1.44 resolution bins.
+        let tone_fwhm = 1.44 * self.resolution_exact();
         Some(Peak {
             freq_hz: (i as f32 + offset) * self.df,
-            power: pmax,
-            snr: pmax / median,
-            prominence: if second > 0.0 {
-                pmax / second
-            } else {
-                pmax / median
-            },
+            power: self.power[i],
+            snr: wmax,
+            prominence: if second > 0.0 { wmax / second } else { wmax },
             concentration: if total > 0.0 { near / total } else { 0.0 },
             at_edge,
+            width_ratio: if tone_fwhm > 0.0 {
+                (r - l + 1) as f32 / tone_fwhm
+            } else {
+                1.0
+            },
         })
     }
 }
 
-/// Accepts a rate only when it was found in the last `N` consecutive windows, all within a
-/// tolerance of each other (noise peaks wander; a real rhythm stays put).
+/// Accepts a rate only when it was found in `windows` of the last `windows + 1` analyses (one
+/// lapse tolerated, but not the latest two both missing), all within a tolerance of each other:
+/// noise peaks wander from window to window; a real rhythm stays put.
 #[derive(Debug, Clone)]
 pub struct Persistence {
     history: VecDeque<Option<f32>>,
@@ -290,33 +401,37 @@ pub struct Persistence {
 impl Persistence {
     pub fn new(windows: usize, tolerance_hz: f32) -> Self {
         Self {
-            history: VecDeque::with_capacity(windows + 1),
+            history: VecDeque::with_capacity(windows + 2),
             windows: windows.max(1),
             tolerance_hz,
         }
     }
 
-    /// Records this window's gated candidate (or its absence); true when it is now persistent.
-    pub fn push(&mut self, candidate: Option<f32>) -> bool {
+    /// Records this window's gated candidate (or its absence); returns the accepted rate (the
+    /// latest candidate) when the rhythm is persistent.
+    pub fn push(&mut self, candidate: Option<f32>) -> Option<f32> {
         self.history.push_back(candidate);
-        while self.history.len() > self.windows {
+        while self.history.len() > self.windows + 1 {
             self.history.pop_front();
         }
-        self.is_persistent()
+        self.accepted()
     }
 
-    pub fn is_persistent(&self) -> bool {
-        if self.history.len() < self.windows {
-            return false;
+    pub fn accepted(&self) -> Option<f32> {
+        let found: Vec<f32> = self.history.iter().flatten().copied().collect();
+        if found.len() < self.windows {
+            return None;
         }
-        let mut lo = f32::INFINITY;
-        let mut hi = f32::NEG_INFINITY;
-        for c in &self.history {
-            let Some(f) = c else { return false };
-            lo = lo.min(*f);
-            hi = hi.max(*f);
+        let recent_missing = self.history.iter().rev().take(2).all(Option::is_none);
+        if recent_missing {
+            return None;
         }
-        hi - lo <= 2.0 * self.tolerance_hz
+        let lo = found.iter().copied().fold(f32::INFINITY, f32::min);
+        let hi = found.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        if hi - lo > 2.0 * self.tolerance_hz {
+            return None;
+        }
+        self.history.iter().rev().flatten().next().copied()
     }
 
     pub fn reset(&mut self) {
@@ -372,6 +487,7 @@ mod tests {
                 prominence: 1.5,
                 snr: 4.0,
                 concentration: 0.55,
+                max_width: 1.6,
             };
             assert!(gates.pass(&p), "{p:?}");
         }
@@ -386,6 +502,7 @@ mod tests {
             prominence: 1.5,
             snr: 5.0,
             concentration: 0.6,
+            max_width: 1.6,
         };
         let mut passed = 0;
         for seed in 0..200 {
@@ -406,10 +523,16 @@ mod tests {
     #[test]
     fn persistence_needs_three_agreeing_windows() {
         let mut p = Persistence::new(3, 0.06);
-        assert!(!p.push(Some(0.25)));
-        assert!(!p.push(Some(0.27)));
-        assert!(p.push(Some(0.26)));
-        assert!(!p.push(Some(0.45)));
-        assert!(!p.push(None));
+        assert_eq!(p.push(Some(0.25)), None);
+        assert_eq!(p.push(Some(0.27)), None);
+        assert_eq!(p.push(Some(0.26)), Some(0.26));
+        // One lapse keeps the last value; two in a row do not.
+        assert_eq!(p.push(None), Some(0.26));
+        assert_eq!(p.push(None), None);
+        p.reset();
+        for f in [0.25, 0.26, 0.45] {
+            p.push(Some(f));
+        }
+        assert_eq!(p.accepted(), None, "a wandering peak is not a rhythm");
     }
 }
