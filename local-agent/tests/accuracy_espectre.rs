@@ -225,9 +225,9 @@ fn test_capture_detects_motion_onset_within_two_seconds() {
         .count();
     let quiet_breathing = trace
         .iter()
-        .filter(|(t, e)| *t < onset && e.breathing_bpm.is_some())
-        .map(|x| x.1.breathing_bpm.unwrap_or(0.0))
-        .last();
+        .rev()
+        .filter(|(t, _)| *t < onset)
+        .find_map(|(_, e)| e.breathing_bpm);
     let false_alarm = trace
         .iter()
         .filter(|(t, e)| *t < onset && e.motion >= 0.05)

@@ -29,7 +29,7 @@ pub const STILL_BRIDGE_S: f64 = 75.0;
 pub const BRIDGE_ARM_S: f64 = 1.0;
 /// Seconds presence is held after the last accepted breath while the room stays still: a
 /// breathing rate lapsing for a window or two must not make a still person vanish.
-pub const BREATH_HOLD_S: f64 = 20.0;
+pub const BREATH_HOLD_S: f64 = 8.0;
 /// Ticks a new state must persist before it is reported.
 pub const DEBOUNCE_TICKS: u32 = 4;
 /// Ticks the motion label must persist to switch on: shorter, because the block average, Hampel
