@@ -1,5 +1,209 @@
 //! `local-agent`: the presence-sensing service that runs on the user's computer.
+//!
+//! With no arguments it runs the engine on the simulator's `demo` scene, so a fresh install shows
+//! something useful without hardware. Exit codes: 0 after a clean shutdown, 1 when the engine or
+//! a report cannot run (the message says why), 2 for bad command-line usage.
 
-fn main() {
-    println!("local-agent");
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use local_agent::engine::report;
+use local_agent::engine::source::{self, FrameFeed, ReplayFeed, SimulatorFeed};
+use local_agent::engine::{DEFAULT_PORT, Engine, EngineConfig, PORT_ENV};
+use local_agent::sensing::pipeline::PipelineConfig;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "local-agent",
+    version,
+    about = "Presence-sensing local agent: Wi-Fi CSI in, presence, motion and vitals estimates out on a loopback-only API."
+)]
+#[command(args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// `local-agent [OPTIONS]` with no command is `local-agent run [OPTIONS]`.
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the engine API (the default when no command is given).
+    Run(RunArgs),
+    /// Process a recording offline, as fast as possible, and print per-window estimates.
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SourceArg {
+    /// The embedded simulator playing a scripted scene.
+    Simulator,
+    /// A recorded CSI file (--file).
+    Replay,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Where frames come from.
+    #[arg(long, value_enum, default_value_t = SourceArg::Simulator)]
+    source: SourceArg,
+    /// Recording to play with --source replay.
+    #[arg(long, value_name = "FILE")]
+    file: Option<PathBuf>,
+    /// Simulator scene.
+    #[arg(long, default_value = "demo")]
+    scene: String,
+    /// Playback speed, × real time (simulator and replay).
+    #[arg(long, default_value_t = 1.0)]
+    speed: f64,
+    /// Replay as fast as the pipeline takes frames, ignoring the recording's timestamps.
+    #[arg(long)]
+    fast: bool,
+    /// Simulator seed of the first loop; each loop of the scene uses the next seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Port on 127.0.0.1.
+    #[arg(long, env = PORT_ENV, default_value_t = DEFAULT_PORT)]
+    port: u16,
+}
+
+#[derive(Debug, clap::Args)]
+struct ReplayArgs {
+    /// The recording (esp-csi CSI_DATA lines, ESP32-CSI-Tool CSV, RuView JSONL, ESPectre .npz).
+    file: PathBuf,
+    /// Print per-window estimates and a summary. This is the only offline mode, so it is also the
+    /// default; the flag keeps scripts explicit.
+    #[arg(long)]
+    report: bool,
+    /// Window length in seconds of recording time.
+    #[arg(long, default_value_t = 10.0)]
+    window_s: f64,
+    /// Machine-readable JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Why the agent stopped with an error.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    #[error(transparent)]
+    Source(#[from] source::SourceError),
+    #[error(transparent)]
+    Engine(#[from] local_agent::engine::EngineError),
+    #[error("--source replay needs --file FILE")]
+    MissingFile,
+    #[error("--window-s must be a positive number of seconds, got {0}")]
+    BadWindow(f64),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("cannot write the report: {0}")]
+    Output(String),
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => run(cli.run),
+        Some(Command::Run(args)) => run(args),
+        Some(Command::Replay(args)) => replay(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("local-agent: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr, so `replay --json` output on stdout stays machine-readable.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn run(args: RunArgs) -> Result<(), CliError> {
+    let feed: Box<dyn FrameFeed> = match args.source {
+        SourceArg::Simulator => {
+            if args.fast {
+                tracing::warn!("--fast applies to --source replay; the simulator runs at --speed");
+            }
+            Box::new(SimulatorFeed::new(&args.scene, args.seed, args.speed)?)
+        }
+        SourceArg::Replay => {
+            let file = args.file.as_deref().ok_or(CliError::MissingFile)?;
+            let speed = (!args.fast).then_some(args.speed);
+            Box::new(ReplayFeed::open(file, speed)?)
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)?;
+    runtime.block_on(async move {
+        let config = EngineConfig {
+            port: args.port,
+            pipeline: PipelineConfig::default(),
+            ..EngineConfig::default()
+        };
+        let engine = Engine::start(config, feed).await?;
+        println!("local-agent engine on http://{}", engine.local_addr());
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        engine.shutdown().await;
+        Ok(())
+    })
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+fn replay(args: &ReplayArgs) -> Result<(), CliError> {
+    if !(args.window_s.is_finite() && args.window_s > 0.0) {
+        return Err(CliError::BadWindow(args.window_s));
+    }
+    let mut recording = source::open_recording(&args.file)?;
+    let report = report::evaluate_replay(&mut recording, args.window_s, PipelineConfig::default());
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))?
+    } else {
+        report.render_text()
+    };
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{text}").map_err(|e| CliError::Output(e.to_string()))?;
+    Ok(())
 }
