@@ -89,9 +89,12 @@ pub(super) struct StaticChannel {
 }
 
 impl StaticChannel {
-    /// Draws the room's reflections from `rng`: 5–8 paths with exponentially distributed
-    /// excess delays (mean 25 ns, a furnished room's RMS delay spread) whose amplitude decays
-    /// with delay, so the 20 MHz band shows the few-dB frequency selectivity seen on real links.
+    /// Draws the room's reflections from `rng`: 6–10 paths with exponentially distributed
+    /// excess delays (mean 40 ns, a furnished room's delay spread) whose amplitude decays with
+    /// delay. The diffuse power is about that of the direct path (Rician K ≈ 0 dB, typical
+    /// indoors), so the band shows the 6–12 dB fades seen on real ESP32 links, and a body's
+    /// effect differs from subcarrier to subcarrier instead of being a common gain change that
+    /// per-packet normalisation would erase.
     pub(super) fn new(
         layout: &Layout,
         centre_hz: f64,
@@ -109,13 +112,13 @@ impl StaticChannel {
             delay_s: direct_delay,
             phase: 0.0,
         };
-        let count = rng.random_range(5..=8);
+        let count = rng.random_range(6..=10);
         let reflections: Vec<Path> = (0..count)
             .map(|_| {
-                let excess = 3e-9 - 25e-9 * (1.0 - rng.random::<f64>()).ln();
+                let excess = 3e-9 - 40e-9 * (1.0 - rng.random::<f64>()).ln();
                 let excess = excess.min(150e-9);
                 Path {
-                    amplitude: rng.random_range(0.25..0.75) * (-excess / 40e-9).exp(),
+                    amplitude: rng.random_range(0.4..1.0) * (-excess / 80e-9).exp(),
                     delay_s: direct_delay + excess,
                     phase: rng.random_range(0.0..TAU),
                 }
@@ -226,13 +229,19 @@ mod tests {
     }
 
     #[test]
-    fn static_channel_is_frequency_selective() {
+    fn static_channels_are_frequency_selective() {
         let layout = Layout::new(64);
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let ch = StaticChannel::new(&layout, channel_centre_hz(6), 4.43, &mut rng);
-        let mags: Vec<f64> = ch.total.iter().map(|h| h.norm()).collect();
-        let max = mags.iter().copied().fold(0.0, f64::max);
-        let min = mags.iter().copied().fold(f64::INFINITY, f64::min);
-        assert!(max / min > 1.2, "{max} {min}");
+        let mut ratios = Vec::new();
+        for seed in 1..=10 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let ch = StaticChannel::new(&layout, channel_centre_hz(6), 4.43, &mut rng);
+            let mags: Vec<f64> = ch.total.iter().map(|h| h.norm()).collect();
+            let max = mags.iter().copied().fold(0.0, f64::max);
+            let min = mags.iter().copied().fold(f64::INFINITY, f64::min);
+            ratios.push(max / min);
+        }
+        ratios.sort_by(f64::total_cmp);
+        // Typical indoor links fade by 6–12 dB across the band; some are nearly flat.
+        assert!(ratios[5] > 2.0 && ratios[9] > 3.0, "{ratios:?}");
     }
 }

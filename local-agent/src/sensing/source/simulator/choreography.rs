@@ -28,8 +28,10 @@ pub(super) struct Pose {
 pub(super) struct Kinematics {
     pub pose: Pose,
     pub action: BodyAction,
-    /// Walking gait is active (legs and arms swing).
-    pub walking: bool,
+    /// Walking speed (legs and arms swing while it is above zero).
+    pub speed_m_s: f64,
+    /// Unit walking direction.
+    pub heading: [f64; 2],
     /// Direction the chest faces; breathing moves the chest along it.
     pub normal: Vec3,
     /// `Some` while holding still and breathing.
@@ -39,8 +41,34 @@ pub(super) struct Kinematics {
     /// Seconds since the flailing began, to drive the limb trajectories.
     pub flail_s: f64,
     pub impact: bool,
+    /// 0 upright, 1 lying: tilts the head–hips axis of the body from vertical to horizontal.
+    pub tilt: f64,
+    /// Horizontal direction of the head when lying.
+    pub lying_dir: [f64; 2],
 }
 
+/// Upright (0) or lying (1).
+fn tilt_of(posture: Posture) -> f64 {
+    match posture {
+        Posture::LyingBed | Posture::LyingFloor => 1.0,
+        _ => 0.0,
+    }
+}
+
+/// Where the head points when lying: towards the wall at the bed's head end, or (on the floor)
+/// along the room's length.
+fn lying_dir_of(posture: Posture) -> [f64; 2] {
+    match posture {
+        Posture::LyingBed => [-1.0, 0.0],
+        _ => [1.0, 0.0],
+    }
+}
+
+/// Walking acceleration: people start and stop within about half a second.
+const WALK_ACCEL_M_S2: f64 = 2.0;
+
+/// One straight stretch of walking, starting and ending at rest with bounded acceleration, so
+/// walking never looks like an impact.
 #[derive(Debug, Clone, Copy)]
 struct Leg {
     from: [f64; 2],
@@ -49,18 +77,44 @@ struct Leg {
 }
 
 impl Leg {
-    fn duration_s(&self) -> f64 {
-        distance(self.from, self.to) / self.speed_m_s
+    fn length_m(&self) -> f64 {
+        distance(self.from, self.to)
     }
 
-    fn at(&self, s: f64) -> [f64; 2] {
-        let d = self.duration_s();
-        let u = if d > 0.0 {
-            (s / d).clamp(0.0, 1.0)
+    /// Cruise speed actually reached (short legs never get to `speed_m_s`).
+    fn peak_speed(&self) -> f64 {
+        self.speed_m_s
+            .min((self.length_m() * WALK_ACCEL_M_S2).sqrt())
+            .max(1e-6)
+    }
+
+    fn duration_s(&self) -> f64 {
+        let v = self.peak_speed();
+        self.length_m() / v + v / WALK_ACCEL_M_S2
+    }
+
+    /// Distance covered and speed after `t` seconds.
+    fn progress(&self, t: f64) -> (f64, f64) {
+        let a = WALK_ACCEL_M_S2;
+        let v = self.peak_speed();
+        let total = self.duration_s();
+        let ramp = v / a;
+        let t = t.clamp(0.0, total);
+        if t < ramp {
+            (0.5 * a * t * t, a * t)
+        } else if t > total - ramp {
+            let left = total - t;
+            (self.length_m() - 0.5 * a * left * left, a * left)
         } else {
-            1.0
-        };
-        lerp2(self.from, self.to, u)
+            (0.5 * a * ramp * ramp + v * (t - ramp), v)
+        }
+    }
+
+    fn at(&self, t: f64) -> ([f64; 2], f64) {
+        let (covered, speed) = self.progress(t);
+        let d = self.length_m();
+        let u = if d > 0.0 { (covered / d).min(1.0) } else { 1.0 };
+        (lerp2(self.from, self.to, u), speed)
     }
 }
 
@@ -131,12 +185,15 @@ impl Motion {
         let still = |pose: Pose, action, normal, vitals| Kinematics {
             pose,
             action,
-            walking: false,
+            speed_m_s: 0.0,
+            heading: [0.0, 0.0],
             normal,
             vitals,
             flail: 0.0,
             flail_s: 0.0,
             impact: false,
+            tilt: tilt_of(pose.posture),
+            lying_dir: lying_dir_of(pose.posture),
         };
         match self {
             Motion::Away { xy } => still(
@@ -155,10 +212,11 @@ impl Motion {
                 vitals,
             } => still(*pose, BodyAction::Still, *normal, *vitals),
             Motion::Wander { leg } | Motion::Walk { leg } => {
-                let xy = leg.at(s);
+                let (xy, speed_m_s) = leg.at(s);
                 let dir = direction(leg.from, leg.to);
                 Kinematics {
-                    walking: true,
+                    speed_m_s,
+                    heading: dir,
                     ..still(
                         Pose {
                             xy,
@@ -193,16 +251,26 @@ impl Motion {
                     posture: if u < 0.5 { from.posture } else { to.posture },
                 };
                 let after = s - duration_s;
-                let mut flail = 0.0;
+                // Legs fold or unfold and the arms brace during the whole change, not just the
+                // chest: slow limb motion peaking mid-way.
+                let mut flail = 0.5 * (std::f64::consts::PI * u).sin();
+                let mut flail_s = 0.3 * s;
                 if after > 0.0 {
                     // Cushion rebound after a hard landing.
                     pose.z +=
                         0.03 * (-after / 0.1).exp() * (std::f64::consts::TAU * 4.0 * after).sin();
                     flail = 0.3 * (-after / 0.15).exp();
+                    flail_s = after;
                 }
                 Kinematics {
                     flail,
-                    flail_s: after.max(0.0),
+                    flail_s,
+                    tilt: tilt_of(from.posture) + (tilt_of(to.posture) - tilt_of(from.posture)) * w,
+                    lying_dir: if tilt_of(to.posture) > 0.0 {
+                        lying_dir_of(to.posture)
+                    } else {
+                        lying_dir_of(from.posture)
+                    },
                     ..still(pose, *action, normal_for(to.posture, room), None)
                 }
             }
@@ -218,13 +286,16 @@ impl Motion {
                     let pose = Pose {
                         xy: lerp2(from.xy, to.xy, w),
                         z: from.z + (to.z - from.z) * w,
-                        posture: if u < 0.5 {
-                            Posture::Standing
-                        } else {
-                            Posture::LyingFloor
-                        },
+                        posture: Posture::Standing,
                     };
-                    still(pose, BodyAction::Falling, facing(room), None)
+                    Kinematics {
+                        // Arms thrown out to break the fall.
+                        flail: 0.6 * u,
+                        flail_s: s,
+                        tilt: w,
+                        lying_dir: lying_dir_of(Posture::LyingFloor),
+                        ..still(pose, BodyAction::Falling, facing(room), None)
+                    }
                 } else {
                     let after = s - drop_s;
                     let mut pose = *to;
@@ -458,16 +529,30 @@ impl Choreography {
                 heart_bpm,
             } => {
                 let standing = self.stand_up(now, &mut plan);
-                // A few seconds of walking, then the fall in the walking direction.
-                let mut target = random_spot(room, Some(standing.xy), rng);
-                for _ in 0..20 {
-                    if distance(standing.xy, target) >= 2.5 {
+                // A few seconds of walking (at least 3 m), then the fall in the walking
+                // direction.
+                let mut from = standing.xy;
+                let mut walked = 0.0;
+                let mut dir = [1.0, 0.0];
+                for _ in 0..8 {
+                    if walked >= 3.0 {
                         break;
                     }
-                    target = random_spot(room, Some(standing.xy), rng);
+                    let to = random_spot(room, Some(from), rng);
+                    // The last stretch ends within the link's sensing zone: a fall far from every
+                    // link is a coverage problem, not a detection one, and this scene tests
+                    // detection.
+                    let to = if walked + distance(from, to) >= 3.0 {
+                        spot_near_link(room, rng)
+                    } else {
+                        to
+                    };
+                    walked += distance(from, to);
+                    dir = direction(from, to);
+                    walk(&mut plan, from, to, 1.0);
+                    from = to;
                 }
-                walk(&mut plan, standing.xy, target, 1.0);
-                let dir = direction(standing.xy, target);
+                let target = from;
                 let [x0, y0, x1, y1] = room.walk_area;
                 let landing = [
                     (target[0] + 0.9 * dir[0]).clamp(x0 - 0.3, x1 + 0.3),
@@ -656,6 +741,29 @@ fn random_spot(room: &Room, away_from: Option<[f64; 2]>, rng: &mut ChaCha8Rng) -
         }
     }
     spot
+}
+
+/// A random spot in the walkable area within 1.2 m (horizontally) of the direct link.
+fn spot_near_link(room: &Room, rng: &mut ChaCha8Rng) -> [f64; 2] {
+    let (a, b) = (xy(room.tx), xy(room.rx));
+    let mut best = random_spot(room, None, rng);
+    let mut best_d = f64::INFINITY;
+    for _ in 0..30 {
+        let spot = random_spot(room, None, rng);
+        let ab = [b[0] - a[0], b[1] - a[1]];
+        let t = (((spot[0] - a[0]) * ab[0] + (spot[1] - a[1]) * ab[1])
+            / (ab[0] * ab[0] + ab[1] * ab[1]))
+            .clamp(0.0, 1.0);
+        let d = distance(spot, [a[0] + t * ab[0], a[1] + t * ab[1]]);
+        if d < 1.2 {
+            return spot;
+        }
+        if d < best_d {
+            best = spot;
+            best_d = d;
+        }
+    }
+    best
 }
 
 pub(super) fn xy(p: Vec3) -> [f64; 2] {

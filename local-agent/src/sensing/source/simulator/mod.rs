@@ -3,11 +3,13 @@
 //! It is the data users see before they connect a node and the ground truth of every accuracy
 //! test, so it models what makes real CSI hard rather than what makes it easy:
 //!
-//! - **Static multipath** drawn from the seed (a direct path and 5–8 reflections), evaluated on
-//!   the real subcarrier grid (`f_c + k · 312.5 kHz`) with null, guard and DC slots exactly zero.
-//! - **One body path** whose length follows the person (walking, sitting, lying, falling) through
-//!   the room geometry, a second limb path while walking or flailing, and shadowing of the
-//!   direct path when the body stands in its Fresnel zone.
+//! - **Static multipath** drawn from the seed (a direct path and 6–10 reflections, Rician K ≈ 0
+//!   dB), evaluated on the real subcarrier grid (`f_c + k · 312.5 kHz`) with null, guard and DC
+//!   slots exactly zero, plus a weak creeping reflection so an empty room is never frozen.
+//! - **The body** as chest, head and hip scatterers (the axis tilts when lying or falling),
+//!   swinging or flailing limbs, and the chest's echoes off two walls and the floor; all path
+//!   lengths follow the person through the room geometry, and the body shadows the direct path
+//!   when it stands in its Fresnel zone.
 //! - **Chest motion**: irregular breathing (mm) and a heartbeat (sub-mm) moving the body-path
 //!   phase by `2π · ΔL / λ`, scaled by the bistatic geometry of where the person is.
 //! - **Receiver impairments**: complex Gaussian noise at a fixed SNR, AGC gain steps and glitches
@@ -142,12 +144,17 @@ pub struct GroundTruth {
     pub t_s: f64,
 }
 
+/// Everything that defines a simulation. Two equal configs give bit-identical frames; build it
+/// with `..SimConfig::default()` so new fields never break callers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
+    /// Seeds the room's multipath, the person's choices and every noise source.
     pub seed: u64,
     /// Nominal packet rate; with jitter and loss the measured rate differs, as on real links.
     pub rate_hz: f64,
+    /// `CsiFrame::node_id` of every frame.
     pub node_id: String,
+    /// The scene, played once from `t = 0`; see [`scene`] for named ones.
     pub script: Vec<Segment>,
     /// Buffer slots per frame: 64 (HT20 LLTF), 128 (+HT-LTF), 192 (+STBC), or any count as one
     /// centred block.
@@ -156,6 +163,7 @@ pub struct SimConfig {
     pub channel: u16,
     /// Mean signal-to-noise ratio over the valid subcarriers, dB. Faded subcarriers get less.
     pub snr_db: f64,
+    /// Receiver gain behaviour; the default is an unlocked classic ESP32.
     pub agc: AgcModel,
     /// Random common phase and timing-offset slope per packet, as every ESP32 packet has (no
     /// shared clock with the transmitter). Raw per-subcarrier phase is then meaningless without
@@ -174,6 +182,7 @@ pub struct SimConfig {
     pub timestamp_jitter_s: f64,
     /// Probability that a packet is lost.
     pub packet_loss: f64,
+    /// Geometry of the link, furniture and door.
     pub room: Room,
 }
 
@@ -193,7 +202,7 @@ impl Default for SimConfig {
             agc: AgcModel::default(),
             phase_offsets: true,
             breathing_depth_m: 0.006,
-            heart_depth_m: 0.0004,
+            heart_depth_m: 0.0005,
             body_reflectivity_m: 0.45,
             amplitude_rms: 28.0,
             timestamp_jitter_s: 0.0,
@@ -232,18 +241,19 @@ fn posture_reflectivity(posture: Posture) -> f64 {
     }
 }
 
-/// Amplitude reflection coefficient of a plastered wall at 2.4 GHz.
-const WALL_REFLECTION: f64 = 0.5;
+/// Slow postural drift of a still person (standard deviation and memory). It moves the body
+/// path's phase relative to the static channel by a fraction of a radian over minutes, so the
+/// amplitude blind spots where a heartbeat vanishes come and go as they do in real rooms.
+const POSTURAL_SWAY_M: f64 = 0.004;
+const POSTURAL_SWAY_TAU_S: f64 = 45.0;
 
-/// Inertia of the torso while walking: a critically damped follower with this natural
-/// frequency rounds corners and starts/stops, so walking never looks like an impact.
-const WALK_INERTIA_RAD_S: f64 = 4.0;
+/// Amplitude reflection coefficient of walls and floor at 2.4 GHz.
+const WALL_REFLECTION: f64 = 0.6;
 
 /// The person's physical state between frames.
 #[derive(Debug, Clone)]
 struct Body {
     xy: [f64; 2],
-    velocity: [f64; 2],
     stride_phase: f64,
     /// Slow postural sway along the chest normal, OU state with unit variance.
     sway: f64,
@@ -264,12 +274,17 @@ struct Scatterer {
 struct BodyFrame {
     torso: Scatterer,
     limbs: Scatterer,
+    /// Head and hips/legs: the body is 1.7 m long, so tilting it (falling, lying down) changes
+    /// these paths by up to a metre while the chest path changes far less.
+    extremities: [Scatterer; 2],
     /// The torso seen via the walls: the body lights up the room, so it reaches the receiver
     /// along more than one path, each moving differently as the person walks.
-    echoes: [Scatterer; 2],
+    echoes: [Scatterer; 3],
     los_factor: f64,
 }
 
+/// Plays a [`SimConfig`]: one frame per packet, each with its ground truth. Also an
+/// `Iterator` over `(CsiFrame, GroundTruth)`.
 #[derive(Debug)]
 pub struct Simulator {
     config: SimConfig,
@@ -295,6 +310,8 @@ pub struct Simulator {
 }
 
 impl Simulator {
+    /// Precomputes the static channel; any config is accepted (a non-positive or non-finite
+    /// rate, or an empty script, simply yields no frames).
     pub fn new(config: SimConfig) -> Self {
         let stream = |n| {
             let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
@@ -330,7 +347,6 @@ impl Simulator {
             .xy;
         let body = Body {
             xy: start,
-            velocity: [0.0, 0.0],
             stride_phase: 0.0,
             sway: person_rng.sample(StandardNormal),
             breathing: Breathing::new(&mut person_rng),
@@ -452,27 +468,12 @@ impl Simulator {
     ) -> (BodyFrame, GroundTruth) {
         let rng = &mut self.person_rng;
         let body = &mut self.body;
-        // Torso inertia, integrated in sub-steps short enough to stay stable at any rate.
-        let substeps = (dt / 0.02).ceil().max(1.0);
-        let h = dt / substeps;
-        let w = WALK_INERTIA_RAD_S;
-        for _ in 0..substeps as u32 {
-            for axis in 0..2 {
-                let accel = w * w * (kinematics.pose.xy[axis] - body.xy[axis])
-                    - 2.0 * w * body.velocity[axis];
-                body.velocity[axis] += h * accel;
-                body.xy[axis] += h * body.velocity[axis];
-            }
-        }
-        let speed = body.velocity[0].hypot(body.velocity[1]);
+        body.xy = kinematics.pose.xy;
+        let speed = kinematics.speed_m_s;
         // Gait: cadence rises with speed; the chest bobs twice per stride.
-        let gait = if kinematics.walking || speed > 0.15 {
-            (speed / 1.0).min(1.3)
-        } else {
-            0.0
-        };
+        let gait = speed.min(1.3);
         body.stride_phase = (body.stride_phase + dt * 0.95 * gait.sqrt()).fract();
-        body.sway = ou_step(body.sway, dt, 30.0, rng);
+        body.sway = ou_step(body.sway, dt, POSTURAL_SWAY_TAU_S, rng);
         if let Some(v) = kinematics.vitals {
             body.last_vitals = v;
         }
@@ -492,7 +493,11 @@ impl Simulator {
 
         let normal = kinematics.normal;
         let still = kinematics.action == BodyAction::Still;
-        let sway_m = if still { 0.0015 * body.sway } else { 0.0 };
+        let sway_m = if still {
+            POSTURAL_SWAY_M * body.sway
+        } else {
+            0.0
+        };
         let bob_m = 0.025 * gait * (TAU * 2.0 * body.stride_phase).sin();
         let chest = [
             body.xy[0] + normal[0] * sway_m,
@@ -515,11 +520,7 @@ impl Simulator {
             base_amplitude * (1.0 + 0.15 * gait * (TAU * 2.0 * body.stride_phase + 1.0).sin());
 
         // Arms and legs: swinging along the walking direction, or flailing after an impact.
-        let heading = if speed > 1e-6 {
-            [body.velocity[0] / speed, body.velocity[1] / speed]
-        } else {
-            [0.0, 0.0]
-        };
+        let heading = kinematics.heading;
         let swing = 0.35 * gait * (TAU * body.stride_phase).sin();
         let f = kinematics.flail_s;
         let flail = kinematics.flail;
@@ -531,6 +532,24 @@ impl Simulator {
         let limb_amplitude = base_amplitude * (0.4 * gait.min(1.0) + 0.8 * flail);
         let limb_path =
             room::norm(room::sub(limb_point, room.tx)) + room::norm(room::sub(limb_point, room.rx));
+        let (sin_tilt, cos_tilt) = (kinematics.tilt * std::f64::consts::FRAC_PI_2).sin_cos();
+        let axis = [
+            kinematics.lying_dir[0] * sin_tilt,
+            kinematics.lying_dir[1] * sin_tilt,
+            cos_tilt,
+        ];
+        let extremity = |offset_m: f64, share: f64| {
+            let p = [
+                chest[0] + axis[0] * offset_m,
+                chest[1] + axis[1] * offset_m,
+                chest[2] + axis[2] * offset_m,
+            ];
+            Scatterer {
+                amplitude: base_amplitude * share,
+                path_m: room::norm(room::sub(p, room.tx)) + room::norm(room::sub(p, room.rx)),
+            }
+        };
+        let extremities = [extremity(0.4, 0.35), extremity(-0.5, 0.6)];
         let echoes = room
             .wall_echoes(chest)
             .map(|(path_m, spreading)| Scatterer {
@@ -543,7 +562,7 @@ impl Simulator {
             });
 
         let present = kinematics.pose.posture != Posture::Outside && room.contains(body.xy);
-        let moving = present && (!still || speed > 0.1);
+        let moving = present && !still;
         let vitals_shown = present && still;
         let truth = GroundTruth {
             present,
@@ -581,6 +600,7 @@ impl Simulator {
                 amplitude: limb_amplitude,
                 path_m: limb_path,
             },
+            extremities,
             echoes,
             // Outside the room the wall, not the body, is in the way.
             los_factor: if visibility > 0.0 {
@@ -602,7 +622,11 @@ impl Simulator {
             *h = channel.total[u] + channel.direct[u] * shadow + channel.creeping[u] * creep;
         }
         let indices = &self.layout.indices;
-        for s in [body.torso, body.limbs, body.echoes[0], body.echoes[1]] {
+        let paths = [body.torso, body.limbs]
+            .into_iter()
+            .chain(body.extremities)
+            .chain(body.echoes);
+        for s in paths {
             add_path(
                 &mut self.channel_scratch,
                 indices,

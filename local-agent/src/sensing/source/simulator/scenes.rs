@@ -21,6 +21,7 @@ pub fn scene_names() -> &'static [&'static str] {
         "lie-bed",
         "leave",
         "no-breathing",
+        "day",
     ]
 }
 
@@ -43,6 +44,10 @@ pub fn scene_names() -> &'static [&'static str] {
 ///   then an empty room for the rest: vitals must drop out and not latch.
 /// - `no-breathing` (120 s): sitting still and breathing 40 s, then still with no chest motion for
 ///   80 s: present but no breath, the no-breathing alarm case.
+/// - `day` (24 h, t = 0 at midnight): one ordinary day for routine learning. Asleep in bed
+///   until 07:00 with a 5-minute bed exit at 03:10; up, breakfast at the desk, out from 08:00 to
+///   17:30; home, at the computer with breaks, in bed from 23:00. Step it with
+///   `Simulator::next_truth` at a low rate when only the routine matters.
 pub fn scene(name: &str) -> Option<Vec<Segment>> {
     use Activity::*;
     let script = match name {
@@ -118,9 +123,54 @@ pub fn scene(name: &str) -> Option<Vec<Segment>> {
             ),
             seg(80.0, NoBreathing),
         ],
+        "day" => day(),
         _ => return None,
     };
     Some(script)
+}
+
+/// One ordinary day from midnight, see [`scene`].
+fn day() -> Vec<Segment> {
+    use Activity::*;
+    const H: f64 = 3600.0;
+    const M: f64 = 60.0;
+    let asleep = LieStill {
+        breathing_bpm: 12.0,
+        heart_bpm: 56.0,
+    };
+    let at_desk = |breathing_bpm, heart_bpm| SitStill {
+        breathing_bpm,
+        heart_bpm,
+    };
+    vec![
+        seg(3.0 * H + 10.0 * M, asleep.clone()),
+        seg(5.0 * M, Walk),
+        seg(
+            3.0 * H + 45.0 * M - 2.0 * M,
+            LieDownSlowly {
+                breathing_bpm: 12.5,
+                heart_bpm: 58.0,
+            },
+        ),
+        seg(2.0 * M, asleep),
+        seg(15.0 * M, Walk),
+        seg(30.0 * M, at_desk(15.0, 70.0)),
+        seg(15.0 * M, Walk),
+        seg(9.0 * H + 30.0 * M, Leave),
+        seg(20.0 * M, Walk),
+        seg(2.0 * H, at_desk(14.0, 68.0)),
+        seg(30.0 * M, Walk),
+        seg(2.0 * H, at_desk(14.5, 66.0)),
+        seg(25.0 * M, Walk),
+        seg(15.0 * M, at_desk(15.0, 67.0)),
+        seg(
+            1.0 * H,
+            LieDownSlowly {
+                breathing_bpm: 13.0,
+                heart_bpm: 60.0,
+            },
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -134,6 +184,8 @@ mod tests {
             let total: f64 = script.iter().map(|s| s.duration_s).sum();
             assert!(total >= 60.0, "{name}: {total}");
         }
+        let day: f64 = day().iter().map(|s| s.duration_s).sum();
+        assert_eq!(day, 24.0 * 3600.0);
         assert!(scene("nope").is_none());
     }
 }
