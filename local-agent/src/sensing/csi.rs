@@ -1,4 +1,11 @@
-//! The CSI frame type shared by every source, parser and estimator.
+//! The CSI frame type shared by every source, parser and estimator, and the parsers that
+//! produce it from each wire and file format.
+//!
+//! Entry points: [`decode_datagram`] for UDP/WebSocket binary messages (ADR-018),
+//! [`parse_text_line`] for any line of a text recording (it dispatches to
+//! [`parse_esp_csi_line`], [`parse_csi_tool_line`] and [`parse_jsonl_line`]) and [`parse_npz`]
+//! for ESPectre captures. Each returns the frame with a [`FrameMeta`] of the extra fields the
+//! format carries, or a [`ParseError`] whose [`ParseError::reason`] is a stable key for counting.
 
 use num_complex::Complex32;
 

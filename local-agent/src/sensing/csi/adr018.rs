@@ -147,7 +147,8 @@ impl RawCsiPacket {
     }
 
     /// Builds the shared frame. The packet carries no capture time, so the receiver supplies
-    /// `t_s` (typically its monotonic arrival time).
+    /// `t_s` (typically its monotonic arrival time). `meta.layout` stays `None`: the header
+    /// names neither the chip family nor the secondary channel, which the layout depends on.
     pub fn to_parsed(&self, t_s: f64) -> Result<ParsedFrame, ParseError> {
         if !t_s.is_finite() {
             return Err(ParseError::NonFiniteTimestamp);

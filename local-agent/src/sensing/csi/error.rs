@@ -80,14 +80,34 @@ impl ParseError {
     /// An invalid-field error that quotes at most a short prefix of the offending text, so a
     /// hostile record cannot make error messages (and logs) arbitrarily large.
     pub(crate) fn invalid(field: &'static str, value: &str) -> Self {
-        const MAX_QUOTE: usize = 32;
-        let mut end = value.len().min(MAX_QUOTE);
-        while !value.is_char_boundary(end) {
-            end -= 1;
-        }
         Self::InvalidField {
             field,
-            value: value[..end].to_string(),
+            value: clip(value, 32).to_string(),
         }
+    }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+/// `String::truncate` panics mid-character, and messages from serde or zip can quote input.
+pub(crate) fn clip(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clip_never_splits_a_character() {
+        assert_eq!(clip("abc", 2), "ab");
+        assert_eq!(clip("abc", 10), "abc");
+        // 'é' is 2 bytes, '€' 3: cutting inside either backs off to the boundary.
+        assert_eq!(clip("aé", 2), "a");
+        assert_eq!(clip("€€", 4), "€");
+        assert_eq!(clip("€", 0), "");
     }
 }

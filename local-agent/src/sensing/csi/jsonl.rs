@@ -6,6 +6,7 @@
 use serde::Deserialize;
 
 use super::adr018::{MAGIC_RAW_CSI, RAW_CSI_HEADER_BYTES, parse_iq_buffer};
+use super::error::clip;
 use super::text::Record;
 use super::text::prepare_line;
 use super::{CsiFrame, FrameMeta, MAX_BUFFER_BYTES, ParseError, ParsedFrame, WireFormat};
@@ -65,11 +66,8 @@ struct Line {
 /// `rssi` is not carried over: the recorder writes `1` in every raw_csi line.
 pub fn parse_jsonl_line(line: &str) -> Result<Record, ParseError> {
     let line = prepare_line(line)?;
-    let rec: Line = serde_json::from_str(line).map_err(|e| {
-        let mut msg = e.to_string();
-        msg.truncate(120);
-        ParseError::Json(msg)
-    })?;
+    let rec: Line = serde_json::from_str(line)
+        .map_err(|e| ParseError::Json(clip(&e.to_string(), 120).to_string()))?;
     let t_s = rec.timestamp.ok_or(ParseError::MissingField("timestamp"))?;
     if !t_s.is_finite() {
         return Err(ParseError::NonFiniteTimestamp);

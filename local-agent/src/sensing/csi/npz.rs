@@ -9,6 +9,7 @@
 
 use std::io::{Cursor, Read};
 
+use super::error::clip;
 use super::layout::{ChipFamily, SecondaryChannel, SubcarrierLayout, layout_for};
 use super::{CsiFrame, MAX_BUFFER_BYTES, ParseError, WireFormat, csi_from_buffer};
 
@@ -157,9 +158,7 @@ pub fn parse_npz(bytes: &[u8], node_id: &str) -> Result<NpzRecording, ParseError
 type Archive<'a> = zip::ZipArchive<Cursor<&'a [u8]>>;
 
 fn zip_err(e: zip::result::ZipError) -> ParseError {
-    let mut msg = e.to_string();
-    msg.truncate(120);
-    ParseError::Zip(msg)
+    ParseError::Zip(clip(&e.to_string(), 120).to_string())
 }
 
 fn npy_err(array: &str, reason: &str) -> ParseError {
@@ -180,11 +179,7 @@ fn read_entry(zip: &mut Archive<'_>, name: &str) -> Result<Option<Vec<u8>>, Pars
     entry
         .take(MAX_ARRAY_BYTES as u64 + 1)
         .read_to_end(&mut out)
-        .map_err(|e| {
-            let mut msg = format!("{name}: {e}");
-            msg.truncate(120);
-            ParseError::Zip(msg)
-        })?;
+        .map_err(|e| ParseError::Zip(clip(&format!("{name}: {e}"), 120).to_string()))?;
     if out.len() > MAX_ARRAY_BYTES {
         return Err(ParseError::Zip(format!(
             "{name} is larger than {MAX_ARRAY_BYTES} bytes"
