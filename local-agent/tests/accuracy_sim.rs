@@ -232,15 +232,13 @@ fn breathing_and_heart_accuracy_over_rates() {
         all.heart_mae(),
         all.heart_within5
     );
-    // Accuracy where emitted meets the target; the emission rate (≥ 80%) and heart MAE do not
-    // yet (see the report): those asserts are in the ignored test below.
     assert!(all.mae() <= 1.0, "breathing MAE {}", all.mae());
-    assert!(all.emitted_frac() >= 0.5, "emitted {}", all.emitted_frac());
+    assert!(all.emitted_frac() >= 0.8, "emitted {}", all.emitted_frac());
 }
 
 #[test]
-#[ignore = "acceptance target not met yet: breathing emitted on ~70% of still windows; heart never passes its gates"]
-fn breathing_emission_and_heart_targets() {
+#[ignore = "acceptance target not met yet: heart rate, where emitted, is not within 5 bpm MAE"]
+fn heart_target() {
     let mut all = VitalStats::default();
     for (i, (b, h)) in [
         (10.0, 58.0),
@@ -262,10 +260,10 @@ fn breathing_emission_and_heart_targets() {
             all.add(&run(cfg, PipelineConfig::default()), 30.0);
         }
     }
-    assert!(all.emitted_frac() >= 0.8, "emitted {}", all.emitted_frac());
-    if let Some(hm) = all.heart_mae() {
-        assert!(hm <= 5.0, "heart MAE {hm}");
-    }
+    let Some(hm) = all.heart_mae() else {
+        panic!("heart never emitted")
+    };
+    assert!(hm <= 5.0, "heart MAE {hm}");
 }
 
 #[test]
