@@ -134,10 +134,10 @@ fn empty_room_calibrates_and_reads_no_motion() {
 
 /// The acceptance target. NOT MET YET: in the simulator's empty room the SNR-weighted,
 /// sign-aligned subcarrier combination occasionally shows a tone-narrow 0.13–0.16 Hz peak
-/// (SNR > 20) that passes every breathing gate and the persistence check, so ~4% of ticks carry
-/// a breathing rate and ~10% read present (measured: absent 0.897 over 3 seeds).
+/// (SNR > 20) that passes every breathing gate and the persistence check, so ~5% of ticks carry
+/// a breathing rate and ~9% read present (measured: absent 0.906 over 3 seeds).
 #[test]
-#[ignore = "acceptance target not met yet: absent on ~90% of empty-room ticks, vitals on ~4%"]
+#[ignore = "acceptance target not met yet: absent on ~91% of empty-room ticks, vitals on ~5%"]
 fn empty_room_reads_absent_with_no_vitals() {
     let (absent, vitals, _, _) = empty_room_figures();
     assert_eq!(vitals, 0);
@@ -173,14 +173,12 @@ fn still_person_from_first_frame_is_present_with_breathing() {
     };
     assert!(first <= 45.0, "first breathing at {first} s");
     assert!(stats.mae() <= 1.0, "MAE {}", stats.mae());
-    // Measured 0.78–0.86 on this seed: the breathing gates lapse now and then and presence
-    // follows them once the still bridge has expired. Guard against regressions below that.
     assert!(
-        present_after as f64 >= 0.75 * n_after as f64,
+        present_after as f64 >= 0.95 * n_after as f64,
         "present {present_after}/{n_after}"
     );
     assert!(
-        stats.emitted_frac() >= 0.7,
+        stats.emitted_frac() >= 0.8,
         "emitted {}",
         stats.emitted_frac()
     );
