@@ -134,10 +134,10 @@ fn empty_room_calibrates_and_reads_no_motion() {
 
 /// The acceptance target. NOT MET YET: in the simulator's empty room the SNR-weighted,
 /// sign-aligned subcarrier combination occasionally shows a tone-narrow 0.13–0.16 Hz peak
-/// (SNR > 20) that passes every breathing gate and the persistence check, so ~4% of ticks carry
-/// a breathing rate and ~10% read present (measured: absent 0.897 over 3 seeds).
+/// (SNR > 20) that passes every breathing gate and the persistence check, so ~5% of ticks carry
+/// a breathing rate and ~9% read present (measured: absent 0.906 over 3 seeds).
 #[test]
-#[ignore = "acceptance target not met yet: absent on ~90% of empty-room ticks, vitals on ~4%"]
+#[ignore = "acceptance target not met yet: absent on ~91% of empty-room ticks, vitals on ~5%"]
 fn empty_room_reads_absent_with_no_vitals() {
     let (absent, vitals, _, _) = empty_room_figures();
     assert_eq!(vitals, 0);
@@ -173,14 +173,12 @@ fn still_person_from_first_frame_is_present_with_breathing() {
     };
     assert!(first <= 45.0, "first breathing at {first} s");
     assert!(stats.mae() <= 1.0, "MAE {}", stats.mae());
-    // Measured 0.78–0.86 on this seed: the breathing gates lapse now and then and presence
-    // follows them once the still bridge has expired. Guard against regressions below that.
     assert!(
-        present_after as f64 >= 0.75 * n_after as f64,
+        present_after as f64 >= 0.95 * n_after as f64,
         "present {present_after}/{n_after}"
     );
     assert!(
-        stats.emitted_frac() >= 0.7,
+        stats.emitted_frac() >= 0.8,
         "emitted {}",
         stats.emitted_frac()
     );
@@ -232,15 +230,13 @@ fn breathing_and_heart_accuracy_over_rates() {
         all.heart_mae(),
         all.heart_within5
     );
-    // Accuracy where emitted meets the target; the emission rate (≥ 80%) and heart MAE do not
-    // yet (see the report): those asserts are in the ignored test below.
     assert!(all.mae() <= 1.0, "breathing MAE {}", all.mae());
-    assert!(all.emitted_frac() >= 0.5, "emitted {}", all.emitted_frac());
+    assert!(all.emitted_frac() >= 0.8, "emitted {}", all.emitted_frac());
 }
 
 #[test]
-#[ignore = "acceptance target not met yet: breathing emitted on ~70% of still windows; heart never passes its gates"]
-fn breathing_emission_and_heart_targets() {
+#[ignore = "acceptance target not met yet: heart rate never passes its gates on the simulator (always null)"]
+fn heart_target() {
     let mut all = VitalStats::default();
     for (i, (b, h)) in [
         (10.0, 58.0),
@@ -262,10 +258,10 @@ fn breathing_emission_and_heart_targets() {
             all.add(&run(cfg, PipelineConfig::default()), 30.0);
         }
     }
-    assert!(all.emitted_frac() >= 0.8, "emitted {}", all.emitted_frac());
-    if let Some(hm) = all.heart_mae() {
-        assert!(hm <= 5.0, "heart MAE {hm}");
-    }
+    let Some(hm) = all.heart_mae() else {
+        panic!("heart never emitted")
+    };
+    assert!(hm <= 5.0, "heart MAE {hm}");
 }
 
 #[test]

@@ -10,8 +10,6 @@
 
 use std::collections::HashMap;
 
-use num_complex::Complex32;
-
 use super::csi::CsiFrame;
 use super::dsp::rate::{Arrival, RateTracker};
 use super::dsp::resample::{GridStep, UniformGrid};
@@ -385,16 +383,11 @@ fn pick(best: &mut Option<(f64, f64)>, value: Option<f64>, strength: Option<f64>
     }
 }
 
-/// Never used on the hot path; keeps `Complex32` in the public vocabulary of this module's docs.
-#[allow(dead_code)]
-fn _zero() -> Complex32 {
-    Complex32::new(0.0, 0.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sensing::csi::WireFormat;
+    use num_complex::Complex32;
 
     fn frame(node: &str, t: f64, csi: Vec<Complex32>) -> CsiFrame {
         CsiFrame {

@@ -34,7 +34,7 @@ pub const BREATH_GATES: PeakGates = PeakGates {
 };
 pub const HEART_GATES: PeakGates = PeakGates {
     prominence: 4.0,
-    snr: 5.0,
+    snr: 8.0,
     concentration: 0.55,
     max_width: 1.6,
 };
@@ -127,7 +127,8 @@ impl VitalsEstimator {
             fft_breath: SpectrumAnalyzer::new(1024.max(cfg.breath_window * 2)),
             fft_heart: SpectrumAnalyzer::new(512.max(cfg.heart_window * 2)),
             pers_breath: Persistence::new(3, 0.06),
-            pers_heart: Persistence::new(3, 0.10),
+            // Heart needs 5 agreeing windows: its peak is weak and a wrong rate is worse than none.
+            pers_heart: Persistence::new(5, 0.10),
             cfg,
             n_sc: 0,
             cap,
