@@ -3,9 +3,9 @@
 //! 26 comma-separated fields; the last is `[v0 v1 ... ]` with spaces, so a plain comma split is
 //! safe. The tool only runs on the classic ESP32, whose first buffer word is always invalid.
 
-use super::esp_csi::channel;
-use super::layout::{ChipFamily, SecondaryChannel, layout_for};
-use super::text::{flag, mac, micros_to_s, num, prepare_line};
+use super::esp_csi::RxCtrl;
+
+use super::text::{flag, micros_to_s, num, prepare_line};
 use super::{
     CsiFrame, FrameMeta, MAX_BUFFER_BYTES, ParseError, ParsedFrame, WireFormat, check_buffer_len,
     csi_from_buffer, plausible_rssi,
@@ -35,36 +35,7 @@ pub fn parse_csi_tool_line(line: &str) -> Result<ParsedFrame, ParseError> {
     if !matches!(role, "AP" | "STA" | "PASSIVE") {
         return Err(ParseError::invalid("role", role));
     }
-    let mac = mac(f[2])?;
-    let rssi: i16 = num(f[3], "rssi")?;
-    if !(-128..=127).contains(&rssi) {
-        return Err(ParseError::invalid("rssi", f[3]));
-    }
-    let rate: u16 = num(f[4], "rate")?;
-    let sig_mode: u8 = num(f[5], "sig_mode")?;
-    let mcs: u8 = num(f[6], "mcs")?;
-    let bandwidth = flag(f[7], "bandwidth")?;
-    for (i, name) in [
-        (8, "smoothing"),
-        (9, "not_sounding"),
-        (10, "aggregation"),
-        (12, "fec_coding"),
-        (13, "sgi"),
-    ] {
-        num::<u8>(f[i], name)?;
-    }
-    let stbc: u8 = num(f[11], "stbc")?;
-    let noise_floor: i16 = num(f[14], "noise_floor")?;
-    num::<u32>(f[15], "ampdu_cnt")?;
-    let channel = channel(f[16])?;
-    let secondary = num::<u8>(f[17], "secondary_channel")
-        .ok()
-        .and_then(SecondaryChannel::from_code)
-        .ok_or_else(|| ParseError::invalid("secondary_channel", f[17]))?;
-    let local_us: u64 = num(f[18], "local_timestamp")?;
-    num::<u8>(f[19], "ant")?;
-    num::<u32>(f[20], "sig_len")?;
-    num::<u32>(f[21], "rx_state")?;
+    let ctrl = RxCtrl::parse(&f)?;
     flag(f[22], "real_time_set")?;
     let real_timestamp: f64 = num(f[23], "real_timestamp")?;
     if !real_timestamp.is_finite() {
@@ -74,28 +45,18 @@ pub fn parse_csi_tool_line(line: &str) -> Result<ParsedFrame, ParseError> {
     let buf = parse_space_buffer(f[25])?;
 
     let meta = FrameMeta {
-        mac: Some(mac.clone()),
-        noise_floor_dbm: Some(noise_floor),
-        rate: Some(rate),
-        sig_mode: Some(sig_mode),
-        mcs: Some(mcs),
-        bandwidth_mhz: Some(if bandwidth { 40 } else { 20 }),
-        secondary_channel: Some(secondary),
-        stbc: Some(stbc != 0),
-        first_word_invalid: true,
         declared_len: Some(declared_len),
-        layout: layout_for(buf.len(), secondary, ChipFamily::Classic),
         // Without `real_time_set` (field 22) the node has no wall clock and this is uptime.
         real_timestamp_s: Some(real_timestamp),
         role: Some(role.to_string()),
-        ..FrameMeta::default()
+        ..ctrl.meta(buf.len(), true)
     };
     Ok(ParsedFrame {
         frame: CsiFrame {
-            node_id: mac,
-            t_s: micros_to_s(local_us),
-            rssi_dbm: plausible_rssi(rssi),
-            channel: Some(channel),
+            node_id: ctrl.mac,
+            t_s: micros_to_s(ctrl.local_us),
+            rssi_dbm: plausible_rssi(ctrl.rssi),
+            channel: Some(ctrl.channel),
             format: WireFormat::Esp32CsiTool,
             csi: csi_from_buffer(&buf, true),
         },
@@ -128,6 +89,7 @@ fn parse_space_buffer(data: &str) -> Result<Vec<i8>, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sensing::csi::layout::SecondaryChannel;
 
     fn row(data: &str) -> String {
         format!(

@@ -53,59 +53,100 @@ pub fn parse_esp_csi_line(line: &str) -> Result<ParsedFrame, ParseError> {
     }
 }
 
+/// The classic ESP32 radio metadata (`wifi_pkt_rx_ctrl_t`): fields 2..=21 of both the esp-csi
+/// classic line and the ESP32-CSI-Tool row, which print the same structure in the same order.
+pub(crate) struct RxCtrl {
+    pub mac: String,
+    pub rssi: i16,
+    rate: u16,
+    sig_mode: u8,
+    mcs: u8,
+    bandwidth: bool,
+    stbc: u8,
+    noise_floor: i16,
+    pub channel: u16,
+    pub secondary: SecondaryChannel,
+    pub local_us: u64,
+}
+
+impl RxCtrl {
+    /// Parses fields 2..=21; `f` must hold at least 22 fields (callers check the count first).
+    pub(crate) fn parse(f: &[&str]) -> Result<Self, ParseError> {
+        if f.len() < 22 {
+            return Err(ParseError::FieldCount {
+                expected: "at least 22",
+                found: f.len(),
+            });
+        }
+        let ctrl = Self {
+            mac: mac(f[2])?,
+            rssi: rssi(f[3])?,
+            rate: num(f[4], "rate")?,
+            sig_mode: num(f[5], "sig_mode")?,
+            mcs: num(f[6], "mcs")?,
+            bandwidth: flag(f[7], "bandwidth")?,
+            stbc: num(f[11], "stbc")?,
+            noise_floor: num(f[14], "noise_floor")?,
+            channel: channel(f[16])?,
+            secondary: num::<u8>(f[17], "secondary_channel")
+                .ok()
+                .and_then(SecondaryChannel::from_code)
+                .ok_or_else(|| ParseError::invalid("secondary_channel", f[17]))?,
+            local_us: num(f[18], "local_timestamp")?,
+        };
+        // Validated for well-formedness only; nothing downstream uses them.
+        for (i, name) in [
+            (8, "smoothing"),
+            (9, "not_sounding"),
+            (10, "aggregation"),
+            (12, "fec_coding"),
+            (13, "sgi"),
+            (19, "ant"),
+        ] {
+            num::<u8>(f[i], name)?;
+        }
+        num::<u32>(f[15], "ampdu_cnt")?;
+        num::<u32>(f[20], "sig_len")?;
+        num::<u32>(f[21], "rx_state")?;
+        Ok(ctrl)
+    }
+
+    /// The metadata every classic-ESP32 format shares, for a buffer of `buffer_bytes`.
+    pub(crate) fn meta(&self, buffer_bytes: usize, first_word_invalid: bool) -> FrameMeta {
+        FrameMeta {
+            mac: Some(self.mac.clone()),
+            noise_floor_dbm: Some(self.noise_floor),
+            rate: Some(self.rate),
+            sig_mode: Some(self.sig_mode),
+            mcs: Some(self.mcs),
+            bandwidth_mhz: Some(if self.bandwidth { 40 } else { 20 }),
+            secondary_channel: Some(self.secondary),
+            stbc: Some(self.stbc != 0),
+            first_word_invalid,
+            layout: layout_for(buffer_bytes, self.secondary, ChipFamily::Classic),
+            ..FrameMeta::default()
+        }
+    }
+}
+
 fn parse_classic(f: &[&str], data: &str) -> Result<ParsedFrame, ParseError> {
     let sequence: u32 = num(f[1], "id")?;
-    let mac = mac(f[2])?;
-    let rssi: i16 = rssi(f[3])?;
-    let rate: u16 = num(f[4], "rate")?;
-    let sig_mode: u8 = num(f[5], "sig_mode")?;
-    let mcs: u8 = num(f[6], "mcs")?;
-    let bandwidth = flag(f[7], "bandwidth")?;
-    for (i, name) in [
-        (8, "smoothing"),
-        (9, "not_sounding"),
-        (10, "aggregation"),
-        (12, "fec_coding"),
-        (13, "sgi"),
-    ] {
-        num::<u8>(f[i], name)?;
-    }
-    let stbc: u8 = num(f[11], "stbc")?;
-    let noise_floor: i16 = num(f[14], "noise_floor")?;
-    num::<u32>(f[15], "ampdu_cnt")?;
-    let channel: u16 = channel(f[16])?;
-    let secondary_code: u8 = num(f[17], "secondary_channel")?;
-    let secondary = SecondaryChannel::from_code(secondary_code)
-        .ok_or_else(|| ParseError::invalid("secondary_channel", f[17]))?;
-    let local_us: u64 = num(f[18], "local_timestamp")?;
-    num::<u8>(f[19], "ant")?;
-    num::<u32>(f[20], "sig_len")?;
-    num::<u32>(f[21], "rx_state")?;
+    let ctrl = RxCtrl::parse(f)?;
     let declared_len: usize = num(f[22], "len")?;
     let first_word_invalid = flag(f[23], "first_word")?;
     let buf = parse_comma_buffer(data)?;
 
     let meta = FrameMeta {
-        mac: Some(mac.clone()),
         sequence: Some(sequence),
-        noise_floor_dbm: Some(noise_floor),
-        rate: Some(rate),
-        sig_mode: Some(sig_mode),
-        mcs: Some(mcs),
-        bandwidth_mhz: Some(if bandwidth { 40 } else { 20 }),
-        secondary_channel: Some(secondary),
-        stbc: Some(stbc != 0),
-        first_word_invalid,
         declared_len: Some(declared_len),
-        layout: layout_for(buf.len(), secondary, ChipFamily::Classic),
-        ..FrameMeta::default()
+        ..ctrl.meta(buf.len(), first_word_invalid)
     };
     Ok(ParsedFrame {
         frame: CsiFrame {
-            node_id: mac,
-            t_s: micros_to_s(local_us),
-            rssi_dbm: plausible_rssi(rssi),
-            channel: Some(channel),
+            node_id: ctrl.mac,
+            t_s: micros_to_s(ctrl.local_us),
+            rssi_dbm: plausible_rssi(ctrl.rssi),
+            channel: Some(ctrl.channel),
             format: WireFormat::EspCsi,
             csi: csi_from_buffer(&buf, first_word_invalid),
         },
