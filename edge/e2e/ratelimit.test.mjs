@@ -39,3 +39,14 @@ test("the limit covers every endpoint, MCP included", async () => {
   const res = await mcp({ jsonrpc: "2.0", id: 1, method: "ping" }, { "cf-connecting-ip": ip });
   await assertProblem(res, 429);
 });
+
+test("a CORS preflight does not use up the client's request", async () => {
+  const ip = uniqueClientIp();
+  const pre = await fetch(`${process.env.BASE_URL}/mcp`, {
+    method: "OPTIONS",
+    headers: { "cf-connecting-ip": ip, origin: "http://localhost:3000", "access-control-request-method": "POST" },
+  });
+  assert.equal(pre.status, 204);
+  const res = await mcp({ jsonrpc: "2.0", id: 1, method: "ping" }, { "cf-connecting-ip": ip });
+  assert.equal(res.status, 200);
+});

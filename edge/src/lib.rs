@@ -97,7 +97,10 @@ mod glue {
         }
         let ip = req.headers().get("cf-connecting-ip").ok().flatten();
         let key = ratelimit::client_key(outcome.agent_key(), ip.as_deref());
-        let reply = if cfg.rate_limit_exempt.contains(&key) {
+        // Preflights are free: a browser client must not spend its one request per second on
+        // the preflight of the request it is about to make.
+        let exempt = incoming.method == "OPTIONS" || cfg.rate_limit_exempt.contains(&key);
+        let reply = if exempt {
             crate::router::handle(&incoming, &cfg, &rid).await
         } else {
             match limit(&env, &key).await {
@@ -111,7 +114,22 @@ mod glue {
                 ),
             }
         };
-        into_response(reply.with_header("web-bot-auth", outcome.label()))
+        match into_response(reply.with_header("web-bot-auth", outcome.label())) {
+            Ok(resp) => Ok(resp),
+            Err(e) => {
+                console_log!("could not build the response ({e}) rid={rid}");
+                let problem = crate::problem::Problem::new(
+                    500,
+                    "Internal Server Error",
+                    format!("The response could not be built; request id {rid}."),
+                );
+                into_response(crate::headers::finish(
+                    problem.into_reply(),
+                    &incoming,
+                    &rid,
+                ))
+            }
+        }
     }
 
     async fn to_incoming(req: &mut Request) -> std::result::Result<crate::request::Request, Reply> {
@@ -238,7 +256,13 @@ mod glue {
 
     fn into_response(reply: Reply) -> Result<Response> {
         let has_content_type = reply.header("content-type").is_some();
-        let mut resp = Response::from_bytes(reply.body)?.with_status(reply.status);
+        // 204/304 (and HEAD) must have a null body, not an empty one.
+        let resp = if reply.body.is_empty() {
+            Response::empty()?
+        } else {
+            Response::from_bytes(reply.body)?
+        };
+        let mut resp = resp.with_status(reply.status);
         let headers = resp.headers_mut();
         // `from_bytes` sets a default content type; the first value of each name replaces
         // whatever is there, later values (several `Link`s) are appended.
