@@ -37,5 +37,7 @@ export async function assertProblem(res, status) {
   assert.equal(body.status, status);
   assert.equal(typeof body.title, "string");
   assert.equal(typeof body.detail, "string");
+  assert.equal(body.request_id, res.headers.get("x-request-id"));
+  assert.equal(typeof body.instance, "string");
   return body;
 }

@@ -69,8 +69,29 @@ pub fn document(
         .with_header("etag", &etag)
 }
 
+/// Adds `instance` (the request path) and `request_id` to an RFC 9457 problem body, so a
+/// client can quote the failing request to support.
+fn annotate_problem(mut reply: Reply, req: &Request, request_id: &str) -> Reply {
+    if reply.header("content-type") != Some(crate::problem::CONTENT_TYPE) {
+        return reply;
+    }
+    if let Ok(serde_json::Value::Object(mut body)) = serde_json::from_slice(&reply.body) {
+        body.entry("instance")
+            .or_insert_with(|| serde_json::Value::String(req.path.clone()));
+        body.insert(
+            "request_id".into(),
+            serde_json::Value::String(request_id.into()),
+        );
+        if let Ok(bytes) = serde_json::to_vec(&body) {
+            reply.body = bytes;
+        }
+    }
+    reply
+}
+
 /// Adds the headers every response carries, and drops the body of a HEAD response.
-pub fn finish(mut reply: Reply, req: &Request, request_id: &str) -> Reply {
+pub fn finish(reply: Reply, req: &Request, request_id: &str) -> Reply {
+    let mut reply = annotate_problem(reply, req, request_id);
     if req.method == "HEAD" {
         let len = reply.body.len().to_string();
         reply.body.clear();
@@ -121,6 +142,20 @@ mod tests {
             60,
         );
         assert_eq!(changed.status, 200);
+    }
+
+    #[test]
+    fn problems_name_the_request() {
+        let req = Request::new("GET", "/nope");
+        let r = finish(
+            crate::problem::Problem::new(404, "Not Found", "x").into_reply(),
+            &req,
+            "rid-9",
+        );
+        let v: serde_json::Value = serde_json::from_slice(&r.body).expect("json");
+        assert_eq!(v["instance"], "/nope");
+        assert_eq!(v["request_id"], "rid-9");
+        assert_eq!(v["status"], 404);
     }
 
     #[test]
