@@ -186,6 +186,9 @@ pub fn start(req: &Request, now_s: i64) -> Check {
             if !url.starts_with("https://") {
                 return invalid("the key directory must be served over HTTPS");
             }
+            if !is_public_host(&url) {
+                return invalid("the key directory must be on a public host");
+            }
             let url = directory_url(&url);
             Check::NeedsDirectory {
                 url: url.clone(),
@@ -196,6 +199,63 @@ pub fn start(req: &Request, now_s: i64) -> Check {
             }
         }
         None => invalid("Signature-Agent is required to find the key"),
+    }
+}
+
+/// True when an `https://` URL names a public host: not a loopback, private, link-local or
+/// otherwise special address, and not a local-only name. Guards the directory fetch against
+/// being pointed at internal services (SSRF).
+pub fn is_public_host(url: &str) -> bool {
+    use std::net::IpAddr;
+    let Some(rest) = url.strip_prefix("https://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return false;
+    }
+    let host = crate::config::host_name(authority);
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.is_empty() {
+        return false;
+    }
+    match bare.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => {
+            let [a, b, ..] = ip.octets();
+            !(ip.is_private()
+                || ip.is_loopback()
+                || ip.is_link_local()
+                || ip.is_unspecified()
+                || ip.is_broadcast()
+                || ip.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || a >= 224)
+        }
+        Ok(IpAddr::V6(ip)) => {
+            let first = ip.segments()[0];
+            let mapped = ip.to_ipv4_mapped().is_some();
+            !(ip.is_loopback()
+                || ip.is_unspecified()
+                || mapped
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || (first & 0xff00) == 0xff00)
+        }
+        Err(_) => {
+            let name = bare.trim_end_matches('.');
+            name.contains('.')
+                && ![
+                    "localhost",
+                    "local",
+                    "internal",
+                    "localdomain",
+                    "home.arpa",
+                    "lan",
+                ]
+                .iter()
+                .any(|tld| name == *tld || name.ends_with(&format!(".{tld}")))
+        }
     }
 }
 
@@ -671,6 +731,42 @@ mod tests {
         let mut ring = KeyRing::default();
         ring.import_jwks(serde_json::from_str(&body).expect("jwks"));
         v.verify(&ring, None).expect("our own signature verifies");
+    }
+
+    #[test]
+    fn only_public_hosts_are_fetched() {
+        for url in [
+            "https://agent.example",
+            "https://bots.example.com/keys",
+            "https://203.0.114.9/x",
+            "https://[2606:4700::1111]/",
+        ] {
+            assert!(is_public_host(url), "{url}");
+        }
+        for url in [
+            "http://agent.example",
+            "https://localhost/",
+            "https://api.localhost",
+            "https://printer.local",
+            "https://intranet",
+            "https://127.0.0.1:8443/",
+            "https://10.1.2.3/",
+            "https://192.168.0.1",
+            "https://169.254.169.254/latest",
+            "https://100.64.0.1",
+            "https://[::1]/",
+            "https://[fd00::1]/",
+            "https://[fe80::1]/",
+            "https://[::ffff:127.0.0.1]/",
+            "https://user@agent.example/",
+            "https:///x",
+        ] {
+            assert!(!is_public_host(url), "{url}");
+        }
+        let req = signed("site.example", "https://127.0.0.1");
+        assert!(
+            matches!(start(&req, now()), Check::Done(Outcome::Invalid(m)) if m.contains("public"))
+        );
     }
 
     #[test]
