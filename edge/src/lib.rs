@@ -85,7 +85,7 @@ mod glue {
             Check::Done(o) => o,
             Check::NeedsDirectory { url, pending } => {
                 let body = directory(&url, now_s).await;
-                webbotauth::finish(pending, body.as_deref())
+                webbotauth::finish(&pending, body.as_deref())
             }
         };
         match &outcome {
@@ -182,6 +182,7 @@ mod glue {
             query: url.query().unwrap_or("").to_string(),
             headers,
             body,
+            received_at_s: (Date::now().as_millis() / 1000) as i64,
         })
     }
 

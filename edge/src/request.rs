@@ -15,6 +15,8 @@ pub struct Request {
     /// Header names in lower case.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Arrival time, Unix seconds (the glue reads the clock; pure code never does).
+    pub received_at_s: i64,
 }
 
 impl Request {
@@ -29,6 +31,7 @@ impl Request {
             query: query.to_string(),
             headers: Vec::new(),
             body: Vec::new(),
+            received_at_s: 0,
         }
     }
 

@@ -183,12 +183,18 @@ fn key_directory(req: &Request, cfg: &Config, request_id: &str) -> Reply {
         body.clone().into_bytes(),
         DOCUMENT_MAX_AGE,
     );
-    match webbotauth::sign_directory(key, &req.authority, body.as_bytes(), request_id) {
-        Some(sig) => reply
+    match webbotauth::sign_directory(
+        key,
+        &req.authority,
+        body.as_bytes(),
+        request_id,
+        req.received_at_s,
+    ) {
+        Ok(sig) => reply
             .with_header("content-digest", &sig.content_digest)
             .with_header("signature-input", &sig.signature_input)
             .with_header("signature", &sig.signature),
-        None => reply,
+        Err(_) => reply,
     }
 }
 
