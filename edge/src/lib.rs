@@ -133,18 +133,17 @@ mod glue {
     }
 
     async fn to_incoming(req: &mut Request) -> std::result::Result<crate::request::Request, Reply> {
-        let url = req.url().map_err(|e| {
-            crate::problem::Problem::new(400, "Bad Request", e.to_string()).into_reply()
-        })?;
+        // The runtime's own URL string, split rather than parsed with `Request::url()`, which
+        // would link the `url` crate and its IDNA tables.
+        let (origin, authority, path, query) = crate::request::split_url(&req.inner().url())
+            .ok_or_else(|| {
+                crate::problem::Problem::new(400, "Bad Request", "The request URL is not absolute.")
+                    .into_reply()
+            })?;
         let mut headers = Vec::new();
         for (name, value) in req.headers().entries() {
             headers.push((name.to_ascii_lowercase(), value));
         }
-        let authority = match (url.host_str(), url.port()) {
-            (Some(h), Some(p)) => format!("{h}:{p}"),
-            (Some(h), None) => h.to_string(),
-            _ => String::new(),
-        };
         let body = match req.method() {
             Method::Get | Method::Head | Method::Options => Vec::new(),
             _ => {
@@ -176,10 +175,10 @@ mod glue {
         };
         Ok(crate::request::Request {
             method: req.method().to_string(),
-            origin: url.origin().ascii_serialization(),
+            origin,
             authority,
-            path: url.path().to_string(),
-            query: url.query().unwrap_or("").to_string(),
+            path,
+            query,
             headers,
             body,
             received_at_s: (Date::now().as_millis() / 1000) as i64,

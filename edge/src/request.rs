@@ -102,6 +102,38 @@ impl Request {
     }
 }
 
+/// The parts of an absolute request URL the Worker needs: (origin, authority, path, query).
+///
+/// The runtime hands over URLs it has already parsed and normalised, so a split is enough; it
+/// also keeps the `url` crate and its IDNA tables (~60 KB gzipped) out of the Worker.
+pub fn split_url(url: &str) -> Option<(String, String, String, String)> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    {
+        return None;
+    }
+    let rest = rest.split('#').next().unwrap_or("");
+    let (authority, target) = match rest.find(['/', '?']) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if authority.is_empty() || authority.contains('@') {
+        return None;
+    }
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let path = if path.is_empty() { "/" } else { path };
+    let authority = authority.to_ascii_lowercase();
+    Some((
+        format!("{}://{authority}", scheme.to_ascii_lowercase()),
+        authority,
+        path.to_string(),
+        query.to_string(),
+    ))
+}
+
 /// Percent-decodes `+` and `%XX` (invalid escapes are kept as written; bytes that do not form
 /// UTF-8 become U+FFFD rather than an error, since search words only need to be compared).
 pub fn decode(s: &str) -> String {
@@ -141,6 +173,36 @@ mod tests {
         assert_eq!(r.query_param("nope"), None);
         assert_eq!(decode("%zz%4"), "%zz%4");
         assert_eq!(decode("100%"), "100%");
+    }
+
+    #[test]
+    fn urls_split_into_origin_authority_path_and_query() {
+        let parts = split_url;
+        assert_eq!(
+            parts("http://127.0.0.1:8787/agent/search?q=a+b#frag"),
+            Some((
+                "http://127.0.0.1:8787".into(),
+                "127.0.0.1:8787".into(),
+                "/agent/search".into(),
+                "q=a+b".into()
+            ))
+        );
+        assert_eq!(
+            parts("https://Presence.Example"),
+            Some((
+                "https://presence.example".into(),
+                "presence.example".into(),
+                "/".into(),
+                "".into()
+            ))
+        );
+        assert_eq!(
+            parts("https://[::1]:8787?x=1").map(|p| (p.1, p.2, p.3)),
+            Some(("[::1]:8787".into(), "/".into(), "x=1".into()))
+        );
+        assert_eq!(parts("not a url"), None);
+        assert_eq!(parts("https:///path"), None);
+        assert_eq!(parts("https://user@host/"), None);
     }
 
     #[test]
