@@ -10,6 +10,8 @@ run() {
   local name=$1
   shift
   printf '\n== %s\n' "$name"
+  # Warm the isolate (wasm instantiation, caches) so the first run is not penalised.
+  wrk -t1 -c2 -d2s "$@" >/dev/null
   wrk -t2 -c8 -d"${DUR}s" --latency "$@" | sed -n '/Latency Distribution/,/Requests\/sec/p'
 }
 run "GET /agent/search?q=away+alerts" "$BASE_URL/agent/search?q=away+alerts"
