@@ -17,6 +17,21 @@ impl Reply {
         }
     }
 
+    /// A reply without a body (202, 204, 304).
+    pub fn empty(status: u16) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// Replaces every value of a header with one value.
+    pub fn set_header(mut self, name: &str, value: &str) -> Self {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.with_header(name, value)
+    }
+
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
         self.headers
             .push((name.to_ascii_lowercase(), value.to_string()));

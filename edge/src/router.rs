@@ -1,54 +1,374 @@
-//! Request routing for the public site.
+//! Request routing for the public site: pages with content negotiation, the agent API, the
+//! discovery documents and the MCP endpoint. Rate limiting and signature checks happen before
+//! this, in the glue, because they need Worker bindings.
 
+use crate::config::Config;
+use crate::discovery::{self, CT_JSON, CT_MARKDOWN};
+use crate::headers::{self, DOCUMENT_MAX_AGE, PAGE_MAX_AGE, document};
 use crate::problem::Problem;
 use crate::reply::Reply;
+use crate::request::Request;
+use crate::tools::SiteTools;
+use crate::{mcp, pages, search, webbotauth};
+use serde_json::Value;
 
-const HOME: &str = "# Presence sensing\n\nWi-Fi presence, motion and breathing sensing that runs on your own computer.\n\nMachine-readable entry points for agents are listed at /agent/site.json.\n";
+/// Routes one request (already admitted by the rate limiter) and adds the common headers.
+pub async fn handle(req: &Request, cfg: &Config, request_id: &str) -> Reply {
+    let reply = route(req, cfg, request_id).await;
+    headers::finish(reply, req, request_id)
+}
 
-/// Routes one request by method and path.
-pub fn route(method: &str, path: &str) -> Reply {
-    match (method, path) {
-        ("GET" | "HEAD", "/") => Reply::new(200, "text/markdown; charset=utf-8", HOME),
-        (_, "/") => Problem::new(
-            405,
-            "Method Not Allowed",
-            format!("{method} is not supported here; use GET."),
-        )
-        .into_reply()
-        .with_header("allow", "GET, HEAD"),
-        _ => Problem::new(404, "Not Found", format!("No page at {path}.")).into_reply(),
+fn json_bytes(v: &Value) -> Vec<u8> {
+    serde_json::to_vec_pretty(v).unwrap_or_default()
+}
+
+fn method_not_allowed(req: &Request, allow: &str) -> Reply {
+    Problem::new(
+        405,
+        "Method Not Allowed",
+        format!(
+            "{} is not supported at {}; use {allow}.",
+            req.method, req.path
+        ),
+    )
+    .into_reply()
+    .with_header("allow", allow)
+}
+
+fn not_found(path: &str) -> Reply {
+    Problem::new(
+        404,
+        "Not Found",
+        format!("No page at {path}. Search with /agent/search?q=<words> or see /agent/site.json."),
+    )
+    .into_reply()
+}
+
+async fn route(req: &Request, cfg: &Config, request_id: &str) -> Reply {
+    let base = cfg.base_url(req).to_string();
+    let path = req.path.as_str();
+
+    if path == "/mcp" {
+        return match req.method.as_str() {
+            "OPTIONS" => mcp_preflight(req, cfg),
+            _ => mcp_cors(
+                req,
+                cfg,
+                mcp::handle(req, cfg, &SiteTools::new(&base)).await,
+            ),
+        };
     }
+    if req.method == "OPTIONS" {
+        return headers::preflight_any();
+    }
+    if req.method != "GET" && req.method != "HEAD" {
+        return method_not_allowed(req, "GET, HEAD");
+    }
+
+    let doc = |ct: &str, body: Vec<u8>| document(req, ct, body, DOCUMENT_MAX_AGE);
+    match path {
+        "/agent/search" => agent_search(req, &base),
+        "/agent/read" => agent_read(req),
+        "/agent/site.json" => doc(CT_JSON, json_bytes(&discovery::site_info(&base))),
+        "/openapi.json" => doc(
+            "application/openapi+json",
+            json_bytes(&discovery::openapi(&base)),
+        ),
+        "/llms.txt" => doc(CT_MARKDOWN, discovery::llms_txt(&base).into_bytes()),
+        "/auth.md" => doc(CT_MARKDOWN, discovery::auth_md(&base).into_bytes()),
+        "/robots.txt" => doc(
+            "text/plain; charset=utf-8",
+            discovery::robots_txt(&base).into_bytes(),
+        ),
+        "/sitemap.xml" => doc(
+            "application/xml; charset=utf-8",
+            discovery::sitemap_xml(&base).into_bytes(),
+        ),
+        "/.well-known/mcp/server-card.json" | "/.well-known/mcp.json" => doc(
+            CT_JSON,
+            json_bytes(&discovery::server_card(&base, &crate::tools::site_specs())),
+        ),
+        "/mcp/server-card" => doc(
+            discovery::CT_MCP_CARD,
+            json_bytes(&discovery::server_card_sep2127(&base)),
+        ),
+        "/.well-known/ai-catalog.json" => doc(
+            discovery::CT_AI_CATALOG,
+            json_bytes(&discovery::ai_catalog(&base)),
+        ),
+        "/.well-known/api-catalog" => doc(
+            discovery::CT_LINKSET,
+            json_bytes(&discovery::api_catalog(&base)),
+        ),
+        "/.well-known/agent-skills/index.json" => {
+            doc(CT_JSON, json_bytes(&discovery::skills_index()))
+        }
+        discovery::SKILL_PATH => doc(CT_MARKDOWN, discovery::SKILL_MD.as_bytes().to_vec()),
+        webbotauth::DIRECTORY_PATH => key_directory(req, cfg, request_id),
+        _ => page(req, path),
+    }
+}
+
+/// A site page: Markdown for clients that ask for it, HTML otherwise.
+fn page(req: &Request, path: &str) -> Reply {
+    let Some(page) = pages::find(path) else {
+        return not_found(path);
+    };
+    let reply = if req.wants_markdown() {
+        document(
+            req,
+            CT_MARKDOWN,
+            page.markdown.as_bytes().to_vec(),
+            PAGE_MAX_AGE,
+        )
+    } else {
+        document(
+            req,
+            "text/html; charset=utf-8",
+            pages::to_html(page).into_bytes(),
+            PAGE_MAX_AGE,
+        )
+    };
+    reply.with_header("vary", "Accept").with_header(
+        "link",
+        &format!("<{}>; rel=\"alternate\"; type=\"text/markdown\"", page.path),
+    )
+}
+
+fn agent_search(req: &Request, base: &str) -> Reply {
+    let q = req.query_param("q").unwrap_or_default();
+    let limit_raw = req.query_param("limit");
+    let result =
+        search::parse_limit(limit_raw.as_deref()).and_then(|limit| search::search(&q, limit, base));
+    match result {
+        Ok(results) => match serde_json::to_value(&results) {
+            Ok(v) => document(req, CT_JSON, json_bytes(&v), PAGE_MAX_AGE),
+            Err(e) => Problem::new(500, "Internal Server Error", e.to_string()).into_reply(),
+        },
+        Err(e) => headers::cors_any(Problem::new(400, "Bad Request", e.to_string()).into_reply()),
+    }
+}
+
+fn agent_read(req: &Request) -> Reply {
+    let Some(path) = req.query_param("path").filter(|p| !p.is_empty()) else {
+        return headers::cors_any(
+            Problem::new(
+                400,
+                "Bad Request",
+                "path is required, e.g. /agent/read?path=/pricing",
+            )
+            .into_reply(),
+        );
+    };
+    match pages::find(&path) {
+        Some(page) => document(
+            req,
+            CT_MARKDOWN,
+            page.markdown.as_bytes().to_vec(),
+            PAGE_MAX_AGE,
+        ),
+        None => headers::cors_any(not_found(&path)),
+    }
+}
+
+/// The site's own key directory, signed so a client can check it came from this host.
+fn key_directory(req: &Request, cfg: &Config, request_id: &str) -> Reply {
+    let Some(key) = cfg.signing_key.as_ref() else {
+        return not_found(&req.path);
+    };
+    let body = webbotauth::directory_body(key);
+    let reply = document(
+        req,
+        webbotauth::DIRECTORY_CONTENT_TYPE,
+        body.clone().into_bytes(),
+        DOCUMENT_MAX_AGE,
+    );
+    match webbotauth::sign_directory(
+        key,
+        &req.authority,
+        body.as_bytes(),
+        request_id,
+        req.received_at_s,
+    ) {
+        Ok(sig) => reply
+            .with_header("content-digest", &sig.content_digest)
+            .with_header("signature-input", &sig.signature_input)
+            .with_header("signature", &sig.signature),
+        Err(_) => reply,
+    }
+}
+
+const MCP_ALLOW_HEADERS: &str = "Content-Type, Accept, MCP-Protocol-Version, Mcp-Method, \
+                                 Mcp-Name, Last-Event-ID, Signature, Signature-Input, Signature-Agent";
+
+/// The allowed `Origin` of a browser calling `/mcp`, if any. Only allow-listed origins get CORS
+/// headers: the MCP endpoint is not a public read-only document.
+fn allowed_origin<'a>(req: &'a Request, cfg: &Config) -> Option<&'a str> {
+    let origin = req.header("origin")?;
+    let host = origin.split_once("://").map(|(_, h)| h)?;
+    cfg.host_allowed(host).then_some(origin)
+}
+
+fn mcp_cors(req: &Request, cfg: &Config, reply: Reply) -> Reply {
+    match allowed_origin(req, cfg) {
+        Some(origin) => reply
+            .with_header("access-control-allow-origin", origin)
+            .with_header("vary", "Origin")
+            .with_header(
+                "access-control-expose-headers",
+                "MCP-Protocol-Version, Retry-After, RateLimit, RateLimit-Policy, X-Request-Id",
+            ),
+        None => reply,
+    }
+}
+
+fn mcp_preflight(req: &Request, cfg: &Config) -> Reply {
+    mcp_cors(req, cfg, Reply::empty(204))
+        .with_header("access-control-allow-methods", "POST, OPTIONS")
+        .with_header("access-control-allow-headers", MCP_ALLOW_HEADERS)
+        .with_header("access-control-max-age", "86400")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::tests::block_on;
+
+    fn cfg() -> Config {
+        Config::from_vars(None, Some("localhost".into()), None, None)
+    }
+
+    fn get(target: &str) -> Reply {
+        block_on(handle(&Request::new("GET", target), &cfg(), "rid"))
+    }
+
+    fn json(r: &Reply) -> Value {
+        serde_json::from_slice(&r.body).expect("json body")
+    }
 
     #[test]
-    fn home_is_markdown() {
-        let r = route("GET", "/");
-        assert_eq!(r.status, 200);
+    fn pages_negotiate_markdown_and_html() {
+        let md = block_on(handle(
+            &Request::new("GET", "/pricing").with_header("accept", "text/markdown"),
+            &cfg(),
+            "rid",
+        ));
+        assert_eq!(md.status, 200);
+        assert_eq!(md.header("content-type"), Some(CT_MARKDOWN));
+        assert_eq!(md.header("vary"), Some("Accept"));
+        assert!(String::from_utf8_lossy(&md.body).starts_with("# Pricing"));
+        let html = get("/pricing");
         assert_eq!(
-            r.header("content-type"),
-            Some("text/markdown; charset=utf-8")
+            html.header("content-type"),
+            Some("text/html; charset=utf-8")
         );
-        assert!(String::from_utf8_lossy(&r.body).starts_with("# Presence sensing"));
+        assert!(String::from_utf8_lossy(&html.body).contains("<h1>Pricing</h1>"));
+        assert!(
+            html.headers
+                .iter()
+                .any(|(n, v)| n == "link" && v.contains("api-catalog"))
+        );
+        assert!(
+            html.headers
+                .iter()
+                .any(|(n, v)| n == "link" && v.contains("rel=\"alternate\""))
+        );
     }
 
     #[test]
     fn unknown_path_is_a_problem() {
-        let r = route("GET", "/nope");
+        let r = get("/nope");
         assert_eq!(r.status, 404);
         assert_eq!(r.header("content-type"), Some(crate::problem::CONTENT_TYPE));
-        let v: serde_json::Value = serde_json::from_slice(&r.body).expect("json body");
+        let v = json(&r);
         assert_eq!(v["status"], 404);
         assert_eq!(v["title"], "Not Found");
     }
 
     #[test]
     fn wrong_method_names_the_allowed_ones() {
-        let r = route("POST", "/");
+        let r = block_on(handle(&Request::new("POST", "/"), &cfg(), "rid"));
         assert_eq!(r.status, 405);
         assert_eq!(r.header("allow"), Some("GET, HEAD"));
+        let r = block_on(handle(&Request::new("DELETE", "/mcp"), &cfg(), "rid"));
+        assert_eq!(r.status, 405);
+    }
+
+    #[test]
+    fn search_and_read() {
+        let r = get("/agent/search?q=away+alerts&limit=2");
+        assert_eq!(r.status, 200);
+        let v = json(&r);
+        assert_eq!(v["query"], "away alerts");
+        assert_eq!(v["results"][0]["path"], "/docs/away-alerts-setup");
+        assert_eq!(
+            v["results"][0]["url"],
+            "http://localhost/docs/away-alerts-setup"
+        );
+        assert_eq!(get("/agent/search?q=").status, 400);
+        assert_eq!(get("/agent/search?q=x&limit=99").status, 400);
+        let r = get("/agent/read?path=/pricing");
+        assert_eq!(r.header("content-type"), Some(CT_MARKDOWN));
+        assert_eq!(get("/agent/read?path=/nope").status, 404);
+        assert_eq!(get("/agent/read").status, 400);
+    }
+
+    #[test]
+    fn discovery_documents_have_their_types_and_cors() {
+        for (path, ct) in [
+            ("/.well-known/api-catalog", discovery::CT_LINKSET),
+            ("/mcp/server-card", discovery::CT_MCP_CARD),
+            ("/.well-known/ai-catalog.json", discovery::CT_AI_CATALOG),
+            ("/.well-known/mcp.json", CT_JSON),
+            ("/llms.txt", CT_MARKDOWN),
+            (discovery::SKILL_PATH, CT_MARKDOWN),
+        ] {
+            let r = get(path);
+            assert_eq!(r.status, 200, "{path}");
+            assert_eq!(r.header("content-type"), Some(ct), "{path}");
+            assert_eq!(r.header("access-control-allow-origin"), Some("*"), "{path}");
+            assert!(r.header("etag").is_some(), "{path}");
+        }
+    }
+
+    #[test]
+    fn key_directory_is_404_without_a_key_and_signed_with_one() {
+        assert_eq!(get(webbotauth::DIRECTORY_PATH).status, 404);
+        let mut c = cfg();
+        c.signing_key = Some([1u8; 32]);
+        let r = block_on(handle(
+            &Request::new("GET", webbotauth::DIRECTORY_PATH),
+            &c,
+            "rid",
+        ));
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.header("content-type"),
+            Some(webbotauth::DIRECTORY_CONTENT_TYPE)
+        );
+        assert!(r.header("signature").is_some());
+        assert!(
+            r.header("content-digest")
+                .is_some_and(|d| d.starts_with("sha-256=:"))
+        );
+    }
+
+    #[test]
+    fn mcp_cors_only_for_allowed_origins() {
+        let pre = |origin: &str| {
+            block_on(handle(
+                &Request::new("OPTIONS", "/mcp").with_header("origin", origin),
+                &cfg(),
+                "rid",
+            ))
+        };
+        assert_eq!(
+            pre("http://localhost:3000").header("access-control-allow-origin"),
+            Some("http://localhost:3000")
+        );
+        assert_eq!(
+            pre("https://evil.example").header("access-control-allow-origin"),
+            None
+        );
     }
 }

@@ -1,0 +1,43 @@
+// Shared helpers for the edge end-to-end tests. BASE_URL is set by the test command; a missing
+// BASE_URL is a failure, never a skip.
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+
+export const BASE_URL = process.env.BASE_URL;
+assert.ok(BASE_URL, "BASE_URL must point at `wrangler dev` (the test command starts it)");
+
+// Requests from loopback skip the limiter in wrangler dev (RATE_LIMIT_EXEMPT in edge/.dev.vars),
+// so most tests can send several requests a second. A test that exercises the limiter sends a
+// CF-Connecting-IP of its own, unique per test and per run, because every e2e file shares one
+// wrangler instance (and its Durable Objects).
+export function uniqueClientIp() {
+  return `2001:db8:${randomBytes(2).toString("hex")}:${randomBytes(2).toString("hex")}::${randomBytes(2).toString("hex")}`;
+}
+
+export async function get(path, headers = {}) {
+  return fetch(`${BASE_URL}${path}`, { headers });
+}
+
+export async function mcp(body, headers = {}) {
+  return fetch(`${BASE_URL}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...headers,
+    },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+export async function assertProblem(res, status) {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get("content-type"), "application/problem+json");
+  const body = await res.json();
+  assert.equal(body.status, status);
+  assert.equal(typeof body.title, "string");
+  assert.equal(typeof body.detail, "string");
+  assert.equal(body.request_id, res.headers.get("x-request-id"));
+  assert.equal(typeof body.instance, "string");
+  return body;
+}

@@ -1,0 +1,111 @@
+//! Deployment settings read from Worker vars and secrets, as plain data so every module can be
+//! tested with any configuration.
+
+/// The settings one request is handled with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    /// Public origin used in absolute links (`https://presence.example`); when empty the
+    /// request's own origin is used, which is right for `wrangler dev`.
+    pub public_base_url: String,
+    /// Host names (no port) allowed in `Host` and `Origin` of MCP requests, besides the public
+    /// base URL's host. Development adds `localhost`, `127.0.0.1` and `[::1]`.
+    pub allowed_hosts: Vec<String>,
+    /// Client keys (see [`crate::ratelimit::client_key`]) that skip the rate limiter. Set only
+    /// in `.dev.vars` for local test runs; production never sets it.
+    pub rate_limit_exempt: Vec<String>,
+    /// The site's own Ed25519 signing key (32 raw bytes), from a Worker secret. Without it the
+    /// key directory answers 404, which scanners treat as "not applicable".
+    pub signing_key: Option<[u8; 32]>,
+}
+
+impl Config {
+    /// Builds a config from the raw var strings; unknown or malformed parts are ignored so a
+    /// typo in a var degrades one feature instead of taking the site down.
+    pub fn from_vars(
+        public_base_url: Option<String>,
+        allowed_hosts: Option<String>,
+        rate_limit_exempt: Option<String>,
+        signing_key_b64: Option<String>,
+    ) -> Self {
+        let list = |v: Option<String>| -> Vec<String> {
+            v.unwrap_or_default()
+                .split(',')
+                .map(|s| s.trim().to_ascii_lowercase())
+                .filter(|s| !s.is_empty())
+                .collect()
+        };
+        Self {
+            public_base_url: public_base_url
+                .map(|s| s.trim().trim_end_matches('/').to_string())
+                .unwrap_or_default(),
+            allowed_hosts: list(allowed_hosts),
+            rate_limit_exempt: list(rate_limit_exempt),
+            signing_key: signing_key_b64.and_then(|k| crate::webbotauth::decode_signing_key(&k)),
+        }
+    }
+
+    /// The origin for absolute links in responses to `req`.
+    pub fn base_url<'a>(&'a self, req: &'a crate::request::Request) -> &'a str {
+        if self.public_base_url.is_empty() {
+            &req.origin
+        } else {
+            &self.public_base_url
+        }
+    }
+
+    /// True when `host` (optionally with `:port`) may address the MCP endpoint.
+    pub fn host_allowed(&self, host: &str) -> bool {
+        let name = host_name(host);
+        if name.is_empty() {
+            return false;
+        }
+        let public = self
+            .public_base_url
+            .split_once("://")
+            .map(|(_, rest)| host_name(rest.split('/').next().unwrap_or("")))
+            .unwrap_or_default();
+        name == public || self.allowed_hosts.contains(&name)
+    }
+}
+
+/// `host[:port]` → lower-case host, keeping IPv6 brackets (`[::1]:8787` → `[::1]`).
+pub fn host_name(authority: &str) -> String {
+    let a = authority.trim().to_ascii_lowercase();
+    if a.starts_with('[') {
+        return match a.find(']') {
+            Some(end) => a[..=end].to_string(),
+            None => String::new(),
+        };
+    }
+    a.split(':').next().unwrap_or("").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_matched_without_ports() {
+        let c = Config::from_vars(
+            Some("https://presence.example/".into()),
+            Some("localhost, 127.0.0.1,[::1]".into()),
+            None,
+            None,
+        );
+        assert_eq!(c.public_base_url, "https://presence.example");
+        assert!(c.host_allowed("presence.example"));
+        assert!(c.host_allowed("localhost:8787"));
+        assert!(c.host_allowed("[::1]:8787"));
+        assert!(c.host_allowed("127.0.0.1"));
+        assert!(!c.host_allowed("evil.example.com"));
+        assert!(!c.host_allowed(""));
+    }
+
+    #[test]
+    fn production_allows_only_the_public_host() {
+        let c = Config::from_vars(Some("https://presence.example".into()), None, None, None);
+        assert!(!c.host_allowed("localhost"));
+        assert!(c.rate_limit_exempt.is_empty());
+        assert!(c.signing_key.is_none());
+    }
+}
