@@ -1,11 +1,33 @@
-//! Range of the strongest moving reflector on one link.
+//! Range of the strongest moving reflector on one link, or `None` when it cannot be measured.
 //!
-//! The static room dominates H; subtracting a slow background B (per complex subcarrier,
-//! B ← 0.97·B + 0.03·H per grid tick) leaves what changed, and |IFFT(H − B)| is its delay
-//! profile. Each packet is first sanitised: the common phase and the linear phase slope
-//! (timing offset) differ per packet on unsynchronised ESP32 radios and would otherwise make
-//! every packet look like a change. A range is reported only when the profile peak stands above
-//! 3× its median and does not sit at the first or last delay bin (no latching at range max).
+//! **What the number is.** `range_m` is the *excess path length* of the dominant change in the
+//! channel relative to the direct TX–RX path, in metres of path (body path minus direct path,
+//! the simulator's `excess_path_m`). It is not a one-way distance: on a bistatic link the
+//! reflector lies on an ellipse with the two radios as foci, and no single distance follows.
+//!
+//! **How.** The static room dominates H; subtracting a slow background B (per complex
+//! subcarrier, B ← 0.97·B + 0.03·H per grid tick, frozen while someone moves) leaves the change
+//! D = H − B. Each packet is first sanitised (common phase and linear phase slope removed, as
+//! ESP32 radios share no clock with the transmitter), which puts the delay origin at the static
+//! channel's power centroid, not at the direct path. So the change's delay (from the phase slope
+//! of D across adjacent subcarriers) is referred to the direct path's delay, estimated from the
+//! leading edge of B's own padded delay profile (half-amplitude point, corrected by the same
+//! point of a lone path on the same tones).
+//!
+//! **Resolution.** One cell is c / (occupied tones · Δf): 52 tones × 312.5 kHz = 16.25 MHz,
+//! ≈ 18 m of path. The 128/192-slot ESP32 layouts repeat the same 20 MHz band (HT-LTF copies),
+//! so they do not improve it; only the 64-slot LLTF block is used. A body in a room has an
+//! excess path of 0–4 m, far inside one cell: it cannot be separated from the direct path and
+//! the static multipath around it, and the measured delay of such a change is set by the
+//! sanitisation reference and the other paths in the cell (simulator probe: errors of 6–60 m).
+//!
+//! **When it is null.** A value is reported only when all hold: the background is warm (30
+//! ticks); the change's padded profile peak exceeds 3× its median; the change is one dominant
+//! path (phase-slope coherence ≥ 0.95); its excess path is at least one resolution cell and below
+//! half the unambiguous span (c / 2Δf = 480 m); and this held for 10 consecutive ticks (1 s)
+//! with a spread within a quarter cell (the median is reported). In practice, at 20 MHz on one
+//! antenna, an in-room person gives `None`; so does an empty room. `strength` is the profile's
+//! peak/median whether or not a range is reported.
 
 use num_complex::Complex32;
 use rustfft::{Fft, FftPlanner};
@@ -21,6 +43,11 @@ pub const BACKGROUND_ALPHA: f32 = 0.03;
 pub const PEAK_GATE: f32 = 3.0;
 /// Zero-padding factor of the IFFT (interpolates the profile; resolution stays 1/(N·Δf)).
 const PAD: usize = 4;
+/// Minimum phase-slope coherence of the change: only a single dominant path has a meaningful
+/// delay (a mixture's mean phase slope can lie outside every component's delay).
+pub const COHERENCE_GATE: f64 = 0.95;
+/// Consecutive gated ticks needed before a value is reported (1 s on the 10 Hz grid).
+pub const PERSIST_TICKS: usize = 10;
 
 /// Sanitises `csi` (first `n` subcarriers, FFT order) into `out` as interleaved (re, im),
 /// normalised by mean amplitude, with common phase and linear phase slope removed.
@@ -73,6 +100,21 @@ pub fn sanitise(csi: &[Complex32], n: usize, mean_amp: f32, out: &mut Vec<f32>) 
     }
 }
 
+/// Diagnostics of the latest tick, for probes and tests (not part of the engine's output).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RangeDiag {
+    /// Peak/median of the change's padded delay profile (both signs).
+    pub peak_ratio: f64,
+    /// Signed delay of the change's profile peak (parabolic refinement), ns.
+    pub peak_delay_ns: f64,
+    /// Delay of the change from its phase slope across subcarriers, ns.
+    pub slope_delay_ns: f64,
+    /// |Σ D(k+1)·D*(k)| / Σ |D(k+1)|·|D(k)|: 1 for a single path, lower for a mixture.
+    pub slope_coherence: f64,
+    /// Direct-path delay estimated from the leading edge of the background's profile, ns.
+    pub direct_delay_ns: f64,
+}
+
 /// Per-link background and delay profile.
 pub struct RangeEstimator {
     n: usize,
@@ -80,11 +122,16 @@ pub struct RangeEstimator {
     warm: usize,
     fft: Option<Arc<dyn Fft<f32>>>,
     buf: Vec<Complex32>,
+    bbuf: Vec<Complex32>,
+    mbuf: Vec<Complex32>,
     scratch: Vec<Complex32>,
     mags: Vec<f32>,
+    /// Excess-path candidates of the latest consecutive gated ticks.
+    recent: std::collections::VecDeque<f64>,
     /// Latest gated range, metres, and its peak/median strength.
     pub range_m: Option<f64>,
     pub strength: Option<f64>,
+    pub diag: RangeDiag,
 }
 
 impl std::fmt::Debug for RangeEstimator {
@@ -102,6 +149,59 @@ impl Default for RangeEstimator {
     }
 }
 
+/// Signed delay, in padded bins, of padded-profile index `i` of `len`.
+fn signed_bin(i: f64, len: usize) -> f64 {
+    if i >= len as f64 / 2.0 {
+        i - len as f64
+    } else {
+        i
+    }
+}
+
+/// Places `n` FFT-order values into a zero-padded buffer of `n * PAD` (same delay axis).
+fn pad_into(buf: &mut Vec<Complex32>, n: usize, v: impl Fn(usize) -> Complex32) {
+    buf.clear();
+    buf.resize(n * PAD, Complex32::new(0.0, 0.0));
+    for k in 0..n {
+        let d = v(k);
+        let d = if d.re.is_finite() && d.im.is_finite() {
+            d
+        } else {
+            Complex32::new(0.0, 0.0)
+        };
+        let dst = if k < n / 2 { k } else { k + n * (PAD - 1) };
+        buf[dst] = d;
+    }
+}
+
+/// Where the profile `mags` (circular) first rises to half its peak, walking back from the peak;
+/// fractional padded index (may be negative, i.e. wrapped).
+fn leading_edge(mags: &[f32]) -> f64 {
+    let len = mags.len();
+    let (p, pm) = mags
+        .iter()
+        .copied()
+        .enumerate()
+        .fold((0, 0.0f32), |a, (i, m)| if m > a.1 { (i, m) } else { a });
+    let half = 0.5 * pm;
+    let mut hi = p as isize;
+    for _ in 0..len / 2 {
+        let lo = hi - 1;
+        let m_lo = mags[lo.rem_euclid(len as isize) as usize];
+        let m_hi = mags[hi.rem_euclid(len as isize) as usize];
+        if m_lo < half {
+            let frac = if m_hi > m_lo {
+                f64::from((half - m_lo) / (m_hi - m_lo))
+            } else {
+                0.0
+            };
+            return lo as f64 + frac;
+        }
+        hi = lo;
+    }
+    p as f64
+}
+
 impl RangeEstimator {
     pub fn new() -> Self {
         Self {
@@ -110,15 +210,20 @@ impl RangeEstimator {
             warm: 0,
             fft: None,
             buf: Vec::new(),
+            bbuf: Vec::new(),
+            mbuf: Vec::new(),
             scratch: Vec::new(),
             mags: Vec::new(),
+            recent: std::collections::VecDeque::new(),
             range_m: None,
             strength: None,
+            diag: RangeDiag::default(),
         }
     }
 
     pub fn reset(&mut self) {
         self.warm = 0;
+        self.recent.clear();
         self.range_m = None;
         self.strength = None;
     }
@@ -128,6 +233,7 @@ impl RangeEstimator {
     pub fn push_tick(&mut self, h: &[f32], update_background: bool) {
         let n = h.len() / 2;
         if n < 8 {
+            self.recent.clear();
             self.range_m = None;
             self.strength = None;
             return;
@@ -152,20 +258,49 @@ impl RangeEstimator {
         let Some(fft) = self.fft.clone() else {
             return;
         };
-        // Delay profile of the change, zero-padded between the positive and negative halves.
-        self.buf.clear();
-        self.buf.resize(n * PAD, Complex32::new(0.0, 0.0));
+        let len = n * PAD;
+        let bin_s = 1.0 / (len as f64 * SUBCARRIER_HZ);
+        // The change and its delay profile (both signs), zero-padded.
+        let bg = self.background.clone();
+        pad_into(&mut self.buf, n, |k| cur(k) - bg[k]);
+        // Phase slope of the change across frequency-adjacent subcarriers.
+        let mut acc = Complex32::new(0.0, 0.0);
+        let mut mag_acc = 0.0f32;
         for k in 0..n {
-            let d = cur(k) - self.background[k];
-            let d = if d.re.is_finite() && d.im.is_finite() {
-                d
+            let next = (k + 1) % n;
+            if k + 1 == n / 2 {
+                continue;
+            }
+            let a = cur(k) - bg[k];
+            let b = cur(next) - bg[next];
+            if a.re.is_finite() && a.im.is_finite() && b.re.is_finite() && b.im.is_finite() {
+                acc += b * a.conj();
+                mag_acc += a.norm() * b.norm();
+            }
+        }
+        let slope_delay_s = -f64::from(acc.arg()) / (2.0 * std::f64::consts::PI * SUBCARRIER_HZ);
+        let coherence = if mag_acc > 0.0 {
+            f64::from(acc.norm() / mag_acc)
+        } else {
+            0.0
+        };
+        fft.process_with_scratch(&mut self.buf, &mut self.scratch);
+        // Background profile and the profile of the occupied-tone mask (a single path at 0 delay).
+        pad_into(&mut self.bbuf, n, |k| bg[k]);
+        fft.process_with_scratch(&mut self.bbuf, &mut self.scratch);
+        pad_into(&mut self.mbuf, n, |k| {
+            if bg[k].norm_sqr() > 0.0 {
+                Complex32::new(1.0, 0.0)
             } else {
                 Complex32::new(0.0, 0.0)
-            };
-            let dst = if k < n / 2 { k } else { k + n * (PAD - 1) };
-            self.buf[dst] = d;
-        }
-        fft.process_with_scratch(&mut self.buf, &mut self.scratch);
+            }
+        });
+        fft.process_with_scratch(&mut self.mbuf, &mut self.scratch);
+        let bmags: Vec<f32> = self.bbuf.iter().map(|c| c.norm()).collect();
+        let mmags: Vec<f32> = self.mbuf.iter().map(|c| c.norm()).collect();
+        let edge_b = signed_bin(leading_edge(&bmags).rem_euclid(len as f64), len);
+        let edge_m = signed_bin(leading_edge(&mmags).rem_euclid(len as f64), len);
+        let direct_s = (edge_b - edge_m) * bin_s;
         if update_background || self.warm < 30 {
             for k in 0..n {
                 let v = cur(k);
@@ -175,10 +310,8 @@ impl RangeEstimator {
                 }
             }
         }
-        // Positive delays only: the first half of the padded profile.
-        let half = n * PAD / 2;
         self.mags.clear();
-        self.mags.extend(self.buf[..half].iter().map(|c| c.norm()));
+        self.mags.extend(self.buf.iter().map(|c| c.norm()));
         let (imax, pmax) =
             self.mags
                 .iter()
@@ -188,24 +321,63 @@ impl RangeEstimator {
                     (0, 0.0f32),
                     |acc, (i, m)| if m > acc.1 { (i, m) } else { acc },
                 );
+        let m = |i: isize| f64::from(self.mags[i.rem_euclid(len as isize) as usize]);
+        let (y0, y1, y2) = (m(imax as isize - 1), m(imax as isize), m(imax as isize + 1));
+        let den = y0 - 2.0 * y1 + y2;
+        let frac = if den < 0.0 {
+            (0.5 * (y0 - y2) / den).clamp(-0.5, 0.5)
+        } else {
+            0.0
+        };
+        let peak_s = signed_bin(imax as f64 + frac, len) * bin_s;
         let mut sorted = self.mags.clone();
         sorted.sort_by(f32::total_cmp);
         let median = sorted[sorted.len() / 2];
+        let ratio = if median > 0.0 { pmax / median } else { 0.0 };
+        self.diag = RangeDiag {
+            peak_ratio: f64::from(ratio),
+            peak_delay_ns: peak_s * 1e9,
+            slope_delay_ns: slope_delay_s * 1e9,
+            slope_coherence: coherence,
+            direct_delay_ns: direct_s * 1e9,
+        };
         if self.warm < 30 || pmax <= 0.0 || median <= 0.0 {
+            self.recent.clear();
             self.range_m = None;
             self.strength = None;
             return;
         }
-        let ratio = pmax / median;
         self.strength = Some(f64::from(ratio));
-        // Excess path length of the reflection; reported as the one-way distance (half of it).
-        let delay_s = imax as f64 / (n * PAD) as f64 / SUBCARRIER_HZ;
-        let edge = imax == 0 || imax + 1 >= half;
-        self.range_m = if ratio > PEAK_GATE && !edge {
-            Some(delay_s * C / 2.0)
+        // Resolution cell of the occupied band: c / (occupied tones · Δf), ≈ 18 m of path for
+        // the 52 used tones of a 20 MHz LLTF. A change closer to the direct path than this is
+        // not separable from it, and its measured delay is set by the sanitisation reference
+        // and the other paths in the same cell, not by the body.
+        let occupied = bg.iter().filter(|b| b.norm_sqr() > 0.0).count().max(1);
+        let cell_m = C / (occupied as f64 * SUBCARRIER_HZ);
+        let excess_m = (slope_delay_s - direct_s) * C;
+        let span_m = C / SUBCARRIER_HZ / 2.0;
+        let candidate = ratio > PEAK_GATE
+            && coherence >= COHERENCE_GATE
+            && excess_m.is_finite()
+            && excess_m >= cell_m
+            && excess_m < span_m;
+        if candidate {
+            self.recent.push_back(excess_m);
+            while self.recent.len() > PERSIST_TICKS {
+                self.recent.pop_front();
+            }
         } else {
-            None
-        };
+            self.recent.clear();
+        }
+        self.range_m = None;
+        if self.recent.len() == PERSIST_TICKS {
+            let mut v: Vec<f64> = self.recent.iter().copied().collect();
+            v.sort_by(f64::total_cmp);
+            // Consistent across the window: spread within a quarter of a resolution cell.
+            if v[v.len() - 1] - v[0] <= 0.25 * cell_m {
+                self.range_m = Some(v[v.len() / 2]);
+            }
+        }
     }
 }
 
@@ -241,5 +413,60 @@ mod tests {
             r.push_tick(&h, true);
         }
         assert_eq!(r.range_m, None);
+    }
+
+    /// Synthetic, unsanitised ticks: a direct path at delay 0, a wall reflection 2 m later, and
+    /// optionally a moving reflector at `excess_m` of extra path with phase `phi`.
+    fn synthetic(n: usize, excess_m: Option<f64>, phi: f64) -> Vec<f32> {
+        let mut h = Vec::with_capacity(2 * n);
+        for k in 0..n {
+            let f = if k < n / 2 {
+                k as f64
+            } else {
+                k as f64 - n as f64
+            };
+            // 52 occupied tones, as in an HT20 LLTF: DC and the band edges are zero.
+            if k == 0 || (27..=37).contains(&k) {
+                h.extend([0.0, 0.0]);
+                continue;
+            }
+            let path = |m: f64, len: f64, ph: f64| {
+                let w = -2.0 * std::f64::consts::PI * f * SUBCARRIER_HZ * len / C + ph;
+                num_complex::Complex64::from_polar(m, w)
+            };
+            let mut v = path(1.0, 0.0, 0.0) + path(0.7, 2.0, 1.0);
+            if let Some(x) = excess_m {
+                v += path(0.3, x, phi);
+            }
+            h.extend([v.re as f32, v.im as f32]);
+        }
+        h
+    }
+
+    #[test]
+    fn resolvable_single_path_change_is_ranged() {
+        let mut r = RangeEstimator::new();
+        for _ in 0..40 {
+            r.push_tick(&synthetic(64, None, 0.0), true);
+        }
+        let mut last = None;
+        for t in 0..30 {
+            r.push_tick(&synthetic(64, Some(40.0), 0.7 * t as f64), false);
+            last = r.range_m;
+        }
+        let got = last.expect("a resolvable, persistent single path is reported");
+        assert!((got - 40.0).abs() < 3.0, "{got}");
+    }
+
+    #[test]
+    fn unresolvable_change_gives_no_range() {
+        let mut r = RangeEstimator::new();
+        for _ in 0..40 {
+            r.push_tick(&synthetic(64, None, 0.0), true);
+        }
+        for t in 0..30 {
+            r.push_tick(&synthetic(64, Some(2.0), 0.7 * t as f64), false);
+            assert_eq!(r.range_m, None, "{:?}", r.diag);
+        }
     }
 }
