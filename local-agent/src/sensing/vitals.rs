@@ -296,7 +296,11 @@ impl VitalsEstimator {
         self.prepared_series(best, len);
         let mut bp_ref = std::mem::take(&mut self.bp_ref);
         let mut bp_tmp = std::mem::take(&mut self.bp_tmp);
-        bp.filter_series(&self.series, &mut bp_ref);
+        // Two passes (4th order each side): a strong heartbeat leaks through one 2nd-order
+        // low-pass at 0.6 Hz and, moving the subcarriers with other signs than the breath,
+        // would decorrelate them.
+        bp.filter_series(&self.series, &mut bp_tmp);
+        bp.filter_series(&bp_tmp, &mut bp_ref);
         let scored = self.scored.clone();
         let energy = |x: &[f32]| x.iter().map(|v| v * v).sum::<f32>().max(1e-20);
         let e_ref = energy(&bp_ref);
@@ -304,6 +308,10 @@ impl VitalsEstimator {
         for (snr, k, _) in scored {
             self.prepared_series(k, len);
             bp.filter_series(&self.series, &mut bp_tmp);
+            let mut bp_k = std::mem::take(&mut self.series);
+            bp.filter_series(&bp_tmp, &mut bp_k);
+            std::mem::swap(&mut bp_k, &mut bp_tmp);
+            self.series = bp_k;
             let corr: f32 = bp_ref.iter().zip(bp_tmp.iter()).map(|(a, b)| a * b).sum();
             if k != best {
                 cors.push(corr.abs() / (e_ref * energy(&bp_tmp)).sqrt());
