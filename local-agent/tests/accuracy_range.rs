@@ -10,15 +10,11 @@
 //! about a resolution cell. A resolvable path (≥ one cell) is ranged; see the unit tests in
 //! `sensing/range.rs`.
 
-use local_agent::sensing::pipeline::{Estimates, Pipeline, PipelineConfig};
-use local_agent::sensing::source::simulator::{GroundTruth, SimConfig, Simulator};
+mod sim_support;
 
-/// One evaluation tick (every 0.1 s of scene time).
-struct Tick {
-    t: f64,
-    est: Estimates,
-    truth: GroundTruth,
-}
+use local_agent::sensing::pipeline::PipelineConfig;
+use local_agent::sensing::source::simulator::{SimConfig, Simulator};
+use sim_support::Tick;
 
 fn run(scene: &str, seed: u64, subcarriers: usize, rate_hz: f64, seconds: f64) -> Vec<Tick> {
     let mut cfg = SimConfig::for_scene(scene, seed).expect("known scene");
@@ -30,22 +26,7 @@ fn run(scene: &str, seed: u64, subcarriers: usize, rate_hz: f64, seconds: f64) -
         total += s.duration_s;
     }
     cfg.script.retain(|s| s.duration_s > 0.0);
-    let mut sim = Simulator::new(cfg);
-    let mut p = Pipeline::new(PipelineConfig::default());
-    let mut out = Vec::new();
-    let mut next_tick = 0.0;
-    while let Some((frame, truth)) = sim.next_frame() {
-        p.push(&frame);
-        if frame.t_s >= next_tick {
-            next_tick += 0.1;
-            out.push(Tick {
-                t: frame.t_s,
-                est: p.estimates(),
-                truth,
-            });
-        }
-    }
-    out
+    sim_support::run(cfg, PipelineConfig::default())
 }
 
 /// Emission and error of `range_peak_m` over the ticks after `from_s`.

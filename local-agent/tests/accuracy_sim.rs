@@ -2,36 +2,11 @@
 //! frame, breathing and heart accuracy over rates 10–25 br/min, and independence from the packet
 //! rate and timestamp jitter. Every figure is printed so the report can quote it.
 
-use local_agent::sensing::pipeline::{Estimates, Pipeline, PipelineConfig};
-use local_agent::sensing::source::simulator::{
-    Activity, GroundTruth, Segment, SimConfig, Simulator,
-};
+mod sim_support;
 
-/// One evaluation tick (every 0.1 s of scene time).
-struct Tick {
-    t: f64,
-    est: Estimates,
-    truth: GroundTruth,
-}
-
-fn run(cfg: SimConfig, pipeline: PipelineConfig) -> Vec<Tick> {
-    let mut sim = Simulator::new(cfg);
-    let mut p = Pipeline::new(pipeline);
-    let mut out = Vec::new();
-    let mut next_tick = 0.0;
-    while let Some((frame, truth)) = sim.next_frame() {
-        p.push(&frame);
-        if frame.t_s >= next_tick {
-            next_tick += 0.1;
-            out.push(Tick {
-                t: frame.t_s,
-                est: p.estimates(),
-                truth,
-            });
-        }
-    }
-    out
-}
+use local_agent::sensing::pipeline::PipelineConfig;
+use local_agent::sensing::source::simulator::{Activity, Segment, SimConfig};
+use sim_support::{Tick, VITAL_RATES, run};
 
 fn still_scene(breathing_bpm: f64, heart_bpm: f64, seconds: f64) -> Vec<Segment> {
     vec![Segment {
@@ -187,16 +162,7 @@ fn still_person_from_first_frame_is_present_with_breathing() {
 fn breathing_and_heart_accuracy_over_rates() {
     let mut all = VitalStats::default();
     let mut lines = Vec::new();
-    for (i, (b, h)) in [
-        (10.0, 58.0),
-        (13.0, 66.0),
-        (16.0, 74.0),
-        (20.0, 85.0),
-        (25.0, 95.0),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (i, (b, h)) in VITAL_RATES.into_iter().enumerate() {
         for seed in [11u64, 12] {
             let cfg = SimConfig {
                 seed: seed + 10 * i as u64,
@@ -267,16 +233,7 @@ fn heart_at_defaults_is_null_or_right() {
 fn heart_rate_when_the_heartbeat_is_visible() {
     let mut all = VitalStats::default();
     let mut lines = Vec::new();
-    for (i, (b, h)) in [
-        (10.0, 58.0),
-        (13.0, 66.0),
-        (16.0, 74.0),
-        (20.0, 85.0),
-        (25.0, 95.0),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (i, (b, h)) in VITAL_RATES.into_iter().enumerate() {
         let cfg = SimConfig {
             seed: 31 + 10 * i as u64,
             rate_hz: 25.0,

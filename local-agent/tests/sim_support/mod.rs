@@ -1,0 +1,45 @@
+//! The harness the simulator accuracy suites share: play a scene through the pipeline and sample
+//! the estimates next to the ground truth.
+
+// Each test binary compiles this module and uses only part of it.
+#![allow(dead_code)]
+
+use local_agent::sensing::pipeline::{Estimates, Pipeline, PipelineConfig};
+use local_agent::sensing::source::simulator::{GroundTruth, SimConfig, Simulator};
+
+/// One evaluation tick (every 0.1 s of scene time).
+pub struct Tick {
+    pub t: f64,
+    pub est: Estimates,
+    pub truth: GroundTruth,
+}
+
+/// Plays `cfg` through a pipeline built from `pipeline`, sampling every 0.1 s of scene time.
+pub fn run(cfg: SimConfig, pipeline: PipelineConfig) -> Vec<Tick> {
+    let mut sim = Simulator::new(cfg);
+    let mut p = Pipeline::new(pipeline);
+    let mut out = Vec::new();
+    let mut next_tick = 0.0;
+    while let Some((frame, truth)) = sim.next_frame() {
+        p.push(&frame);
+        if frame.t_s >= next_tick {
+            next_tick += 0.1;
+            out.push(Tick {
+                t: frame.t_s,
+                est: p.estimates(),
+                truth,
+            });
+        }
+    }
+    out
+}
+
+/// Breathing and heart rates (br/min, bpm) the vitals suites sweep: the notes' 10–25 br/min
+/// breathing range with resting heart rates that do not sit on a breathing harmonic.
+pub const VITAL_RATES: [(f64, f64); 5] = [
+    (10.0, 58.0),
+    (13.0, 66.0),
+    (16.0, 74.0),
+    (20.0, 85.0),
+    (25.0, 95.0),
+];
