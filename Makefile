@@ -1,7 +1,7 @@
-# The two set-up commands from the README, plus the pieces of the test run.
+# The two set-up commands from the README.
 .PHONY: run test
 
-# Run the local agent on its embedded simulator (engine on 127.0.0.1:8799, hub on :8790).
+# Run the local agent on its embedded simulator (engine on http://127.0.0.1:8799).
 run:
 	cargo run -p local-agent
 
