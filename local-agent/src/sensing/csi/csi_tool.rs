@@ -5,10 +5,9 @@
 
 use super::esp_csi::RxCtrl;
 
-use super::text::{flag, micros_to_s, num, prepare_line};
+use super::text::{flag, int8_values, micros_to_s, num, prepare_line};
 use super::{
-    CsiFrame, FrameMeta, MAX_BUFFER_BYTES, ParseError, ParsedFrame, WireFormat, check_buffer_len,
-    csi_from_buffer, plausible_rssi,
+    CsiFrame, FrameMeta, ParseError, ParsedFrame, WireFormat, csi_from_buffer, plausible_rssi,
 };
 
 const FIELDS: usize = 26;
@@ -72,18 +71,7 @@ fn parse_space_buffer(data: &str) -> Result<Vec<i8>, ParseError> {
         .ok_or(ParseError::MalformedBuffer("missing '['"))?
         .strip_suffix(']')
         .ok_or(ParseError::MalformedBuffer("missing ']' (truncated line?)"))?;
-    let mut buf = Vec::new();
-    for v in inner.split_ascii_whitespace() {
-        if buf.len() >= MAX_BUFFER_BYTES {
-            return Err(ParseError::BufferTooLarge {
-                len: inner.split_ascii_whitespace().count(),
-                max: MAX_BUFFER_BYTES,
-            });
-        }
-        buf.push(num::<i8>(v, "CSI_DATA")?);
-    }
-    check_buffer_len(buf.len())?;
-    Ok(buf)
+    int8_values(inner.split_ascii_whitespace(), "CSI_DATA")
 }
 
 #[cfg(test)]

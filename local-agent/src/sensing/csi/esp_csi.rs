@@ -5,10 +5,9 @@
 //! only up to the opening bracket and the field count decides the variant.
 
 use super::layout::{ChipFamily, SecondaryChannel, layout_for};
-use super::text::{flag, mac, micros_to_s, num, prepare_line};
+use super::text::{flag, int8_values, mac, micros_to_s, num, prepare_line};
 use super::{
-    CsiFrame, FrameMeta, MAX_BUFFER_BYTES, ParseError, ParsedFrame, WireFormat, check_buffer_len,
-    csi_from_buffer, plausible_rssi,
+    CsiFrame, FrameMeta, ParseError, ParsedFrame, WireFormat, csi_from_buffer, plausible_rssi,
 };
 
 /// Header fields before `data` in the classic line.
@@ -222,18 +221,7 @@ fn parse_comma_buffer(data: &str) -> Result<Vec<i8>, ParseError> {
     if inner.trim().is_empty() {
         return Err(ParseError::EmptyBuffer);
     }
-    let mut buf = Vec::new();
-    for v in inner.split(',') {
-        if buf.len() >= MAX_BUFFER_BYTES {
-            return Err(ParseError::BufferTooLarge {
-                len: inner.split(',').count(),
-                max: MAX_BUFFER_BYTES,
-            });
-        }
-        buf.push(num::<i8>(v, "data")?);
-    }
-    check_buffer_len(buf.len())?;
-    Ok(buf)
+    int8_values(inner.split(','), "data")
 }
 
 #[cfg(test)]

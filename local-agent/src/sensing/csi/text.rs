@@ -3,7 +3,7 @@
 use std::str::FromStr;
 
 use super::jsonl::SkipKind;
-use super::{MAX_LINE_BYTES, ParseError, ParsedFrame};
+use super::{MAX_BUFFER_BYTES, MAX_LINE_BYTES, ParseError, ParsedFrame, check_buffer_len};
 
 /// Trims the line terminator and enforces the length bound before any field is looked at.
 pub(crate) fn prepare_line(line: &str) -> Result<&str, ParseError> {
@@ -50,6 +50,26 @@ pub(crate) fn mac(s: &str) -> Result<String, ParseError> {
     } else {
         Err(ParseError::invalid("mac", s))
     }
+}
+
+/// Reads the values of a CSI buffer as int8, bounded by `MAX_BUFFER_BYTES`; the formats differ
+/// only in how they separate the values.
+pub(crate) fn int8_values<'a>(
+    values: impl Iterator<Item = &'a str> + Clone,
+    field: &'static str,
+) -> Result<Vec<i8>, ParseError> {
+    let mut buf = Vec::new();
+    for v in values.clone() {
+        if buf.len() >= MAX_BUFFER_BYTES {
+            return Err(ParseError::BufferTooLarge {
+                len: values.count(),
+                max: MAX_BUFFER_BYTES,
+            });
+        }
+        buf.push(num::<i8>(v, field)?);
+    }
+    check_buffer_len(buf.len())?;
+    Ok(buf)
 }
 
 /// A microsecond counter as seconds.
