@@ -48,10 +48,7 @@ impl Request {
 
     /// The first value of a header, by case-insensitive name.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        crate::reply::first_header(&self.headers, name)
     }
 
     /// Every value of a header, in order.
