@@ -1,5 +1,7 @@
 //! Presence-sensing local agent: turns Wi-Fi CSI into presence, motion, vitals and range estimates,
 //! serves them on a loopback-only engine API, runs the sensor hub and pushes Away Alerts.
 
+pub mod alerts;
 pub mod engine;
 pub mod sensing;
+pub mod store;
