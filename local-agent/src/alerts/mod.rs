@@ -113,6 +113,72 @@ impl AlertSink for LogSink {
     }
 }
 
+/// Delivery state of a stored alert (`delivery.state` in `GET /alerts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryState {
+    /// Waiting for its first or next attempt.
+    Pending,
+    /// The receiver answered 2xx.
+    Delivered,
+    /// Retried for 24 h without a 2xx; no more attempts.
+    Failed,
+    /// No alert address was configured when it was raised; kept for the log only.
+    Disabled,
+}
+
+/// `delivery` of one alert in `GET /alerts`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Delivery {
+    pub state: DeliveryState,
+    pub attempts: u32,
+    /// HTTP status of the last attempt; `None` before the first or when it got no reply.
+    pub last_status: Option<u16>,
+    /// RFC 3339 UTC.
+    pub delivered_at: Option<String>,
+}
+
+/// One alert as `GET /alerts` lists it (CONTRACTS.md, "Sensor hub").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AlertView {
+    pub id: String,
+    pub kind: AlertKind,
+    pub title: String,
+    pub message: String,
+    /// RFC 3339 UTC.
+    pub created_at: String,
+    pub delivery: Delivery,
+}
+
+/// Why the alert log could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("alert log unavailable: {0}")]
+pub struct AlertLogError(pub String);
+
+/// A sink that also keeps what it was given, newest first: the hub's `GET /alerts` reads it.
+pub trait AlertLog: AlertSink {
+    /// Alerts created in the last `hours` hours, newest first.
+    fn recent(&self, hours: u32) -> Result<Vec<AlertView>, AlertLogError>;
+}
+
+/// Away mode, shared by the hub's control route, the schedule and the `presence_while_away`
+/// rule. Cloning shares the same switch.
+#[derive(Debug, Clone, Default)]
+pub struct AwayMode(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl AwayMode {
+    pub fn is_on(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn set(&self, on: bool) {
+        let was = self.0.swap(on, std::sync::atomic::Ordering::Relaxed);
+        if was != on {
+            tracing::info!(away = on, "away mode changed");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
