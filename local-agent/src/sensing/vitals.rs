@@ -46,6 +46,13 @@ pub const BREATH_GATES: PeakGates = PeakGates {
 /// 0.04–0.35 (median 0.13) on windows whose peak passed every other gate; a still breathing
 /// person 0.53–0.98.
 pub const BREATH_COHERENCE: f32 = 0.4;
+/// Half-width of the notch around each breathing harmonic in the heart spectrum, Hz. With the
+/// 30 s heart window the main lobe is about ±0.05 Hz; wider notches blank most of the band once
+/// every harmonic is notched.
+pub const HARMONIC_NOTCH_HZ: f32 = 0.05;
+/// A heart peak just outside a harmonic's notch must be this many times stronger than the
+/// harmonic itself, or it is taken for the harmonic's skirt.
+pub const HARMONIC_MARGIN: f32 = 2.0;
 pub const HEART_GATES: PeakGates = PeakGates {
     prominence: 4.0,
     snr: 8.0,
@@ -75,7 +82,7 @@ impl Default for VitalsConfig {
         Self {
             breath_window: 300,
             breath_min_window: 240,
-            heart_window: 160,
+            heart_window: 300,
             heart_min_window: 120,
             hop: 10,
             refit: 60,
@@ -128,6 +135,7 @@ pub struct VitalsEstimator {
     pub heart: VitalReading,
     spec: Spectrum,
     spec_drift: Spectrum,
+    spec_raw: Spectrum,
     drift: Vec<f32>,
     series: Vec<f32>,
     combined: Vec<f32>,
@@ -160,6 +168,7 @@ impl VitalsEstimator {
             heart: VitalReading::default(),
             spec: Spectrum::default(),
             spec_drift: Spectrum::default(),
+            spec_raw: Spectrum::default(),
             drift: Vec::new(),
             series: Vec::new(),
             combined: Vec::new(),
@@ -277,7 +286,7 @@ impl VitalsEstimator {
             };
             an.power(&mut self.series, GRID_HZ, &mut spec);
             for f in notches {
-                spec.notch(*f, 0.08);
+                spec.notch(*f, HARMONIC_NOTCH_HZ);
             }
             if let Some(p) = spec.peak(band.0, band.1, &mut self.scratch) {
                 self.scored.push((p.snr, k, p.freq_hz));
@@ -412,8 +421,16 @@ impl VitalsEstimator {
             .breathing
             .candidate_hz
             .or(self.breathing.bpm.map(|b| (b / 60.0) as f32));
+        // Every breathing harmonic inside the heart band is notched, not only the first few: a
+        // slow breath (10 br/min) has harmonics across the whole band, and the unnotched 9th of
+        // one measured as a ~115 bpm "heart rate" for a true 58.
         let notches: Vec<f32> = fb
-            .map(|f| (2..=8).map(|h| h as f32 * f).collect())
+            .map(|f| {
+                (2..=40)
+                    .map(|h| h as f32 * f)
+                    .take_while(|h| *h <= HEART_BAND.1 + HARMONIC_NOTCH_HZ)
+                    .collect()
+            })
             .unwrap_or_default();
         if self.sel_heart.idx.is_empty() || self.sel_heart.age >= self.cfg.refit {
             self.sel_heart = self.refit(len, HEART_BAND, &notches, true);
@@ -423,11 +440,16 @@ impl VitalsEstimator {
         self.sel_heart = sel;
         let mut spec = std::mem::take(&mut self.spec);
         self.fft_heart.power(&mut self.combined, GRID_HZ, &mut spec);
+        let mut raw = std::mem::take(&mut self.spec_raw);
+        raw.clone_from(&spec);
         for f in &notches {
-            spec.notch(*f, 0.08);
+            spec.notch(*f, HARMONIC_NOTCH_HZ);
         }
         let peak = spec.peak(HEART_BAND.0, HEART_BAND.1, &mut self.scratch);
-        let candidate = peak.filter(|p| HEART_GATES.pass(p)).map(|p| p.freq_hz);
+        let candidate = peak
+            .filter(|p| HEART_GATES.pass(p) && !explained_by_breath(&raw, p, &notches))
+            .map(|p| p.freq_hz);
+        self.spec_raw = raw;
         self.spec = spec;
         let accepted = self.pers_heart.push(candidate);
         self.heart = VitalReading {
@@ -458,6 +480,20 @@ fn fold_half(spec: &Spectrum, p: Peak, scratch: &mut Vec<f32>) -> Peak {
     } else {
         p
     }
+}
+
+/// A heart candidate next to a breathing harmonic may be that harmonic's skirt leaking past its
+/// notch: it must be outside the notch and at least twice as strong as the harmonic itself (taken
+/// on the un-notched spectrum `raw`).
+fn explained_by_breath(raw: &Spectrum, p: &Peak, harmonics: &[f32]) -> bool {
+    let lobe_hz = raw.df * raw.mainlobe_bins() as f32;
+    harmonics.iter().any(|h| {
+        let d = (p.freq_hz - h).abs();
+        d <= HARMONIC_NOTCH_HZ
+            || (d <= HARMONIC_NOTCH_HZ + lobe_hz
+                && p.power
+                    < HARMONIC_MARGIN * raw.band_max(h - HARMONIC_NOTCH_HZ, h + HARMONIC_NOTCH_HZ))
+    })
 }
 
 #[cfg(test)]

@@ -289,7 +289,14 @@ impl Spectrum {
     ) -> (f64, f64, f64) {
         let keep = |j: usize| exclude.is_none_or(|(lo, hi)| j < lo || j > hi);
         scratch.clear();
-        scratch.extend((a..=b).filter(|j| keep(*j)).map(|j| self.power[j]));
+        // Notched bins are exactly zero and are not noise: with a fast breath the 2nd–8th
+        // harmonic notches cover over half the heart band, the median became 0 and every heart
+        // peak vanished as soon as a breathing rate was known.
+        scratch.extend(
+            (a..=b)
+                .filter(|j| keep(*j) && self.power[*j] > 0.0)
+                .map(|j| self.power[j]),
+        );
         if scratch.is_empty() {
             scratch.extend_from_slice(&self.power[a..=b]);
         }
