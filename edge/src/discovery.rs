@@ -89,11 +89,14 @@ pub fn site_info(base: &str) -> Value {
             "buy_products_skill": doc(SKILL_PATH),
             "signatures_directory": doc("/.well-known/http-message-signatures-directory"),
             "support": doc("/support"),
+            "products": doc(crate::commerce::PRODUCTS_PATH),
+            "ucp_profile": doc("/.well-known/ucp"),
+            "acp_manifest": doc("/.well-known/acp.json"),
         },
         "pages": pages::all().iter().map(|p| json!({
             "path": p.path, "title": p.title, "description": p.description, "url": doc(p.path),
         })).collect::<Vec<_>>(),
-        "tools": tools::site_specs().iter().map(|t| t.name).collect::<Vec<_>>(),
+        "tools": tools::all_specs().iter().map(|t| t.name).collect::<Vec<_>>(),
     })
 }
 
@@ -252,7 +255,7 @@ pub fn llms_txt(base: &str) -> String {
     let mut s = format!(
         "# {SERVICE_NAME}\n\n> {SUMMARY}\n\nAgents use this site anonymously at up to one request \
          per second per client. The MCP server is at {base}/mcp (tools: site_info, search_pages, \
-         read_page). Pages are Markdown when requested with `Accept: text/markdown`.\n\n## Pages\n\n"
+         read_page, list_products, create_checkout, get_checkout). Pages are Markdown when requested with `Accept: text/markdown`.\n\n## Pages\n\n"
     );
     for p in pages::all() {
         s.push_str(&format!(
@@ -264,7 +267,10 @@ pub fn llms_txt(base: &str) -> String {
     s.push_str(&format!(
         "- [Search pages]({base}/agent/search?q=pricing): words matched against page paths\n\
          - [Read a page]({base}/agent/read?path=/pricing): one page as Markdown\n\
-         - [MCP server]({base}/mcp): Streamable HTTP, protocol 2025-11-25 and 2026-07-28\n"
+         - [MCP server]({base}/mcp): Streamable HTTP, protocol 2025-11-25 and 2026-07-28\n\
+         - [Products]({base}/agent/commerce/products): plans and hardware with live prices\n\
+         - [UCP profile]({base}/.well-known/ucp): checkout sessions (UCP 2026-04-08)\n\
+         - [ACP manifest]({base}/.well-known/acp.json): checkout sessions (ACP)\n"
     ));
     s.push_str("\n## Optional\n\n");
     for (path, title) in DOCUMENTS {
@@ -388,6 +394,45 @@ pub fn ai_catalog(base: &str) -> Value {
             "name": SERVICE_NAME,
             "description": SUMMARY,
         }],
+    })
+}
+
+/// `/.well-known/ucp`: the UCP 2026-04-08 business profile (REST transport only; our MCP tools
+/// are not UCP's, so the `mcp` transport is not advertised). Payment happens on Stripe's hosted
+/// page, so there are no payment handlers.
+pub fn ucp_profile(base: &str) -> Value {
+    let v = crate::checkout::UCP_VERSION;
+    json!({"ucp": {
+        "version": v,
+        "payment_handlers": {},
+        "services": {"dev.ucp.shopping": [{
+            "version": v,
+            "transport": "rest",
+            "endpoint": format!("{base}{}", crate::commerce::UCP_BASE),
+            "spec": format!("https://ucp.dev/{v}/specification/overview"),
+            "schema": format!("https://ucp.dev/{v}/services/shopping/rest.openapi.json"),
+        }]},
+        "capabilities": {"dev.ucp.shopping.checkout": [{
+            "version": v,
+            "spec": format!("https://ucp.dev/{v}/specification/checkout"),
+            "schema": format!("https://ucp.dev/{v}/schemas/shopping/checkout.json"),
+        }]},
+    }})
+}
+
+/// `/.well-known/acp.json`: versions oldest first, REST only (our MCP tools are not ACP's
+/// `*_checkout_session` tools), no payment configuration.
+pub fn acp_manifest(base: &str) -> Value {
+    let versions = crate::checkout::ACP_VERSIONS;
+    json!({
+        "protocol": {
+            "name": "acp",
+            "version": versions.last().copied().unwrap_or_default(),
+            "supported_versions": versions,
+        },
+        "api_base_url": format!("{base}{}", crate::commerce::ACP_BASE),
+        "transports": ["rest"],
+        "capabilities": {"services": ["checkout"]},
     })
 }
 
