@@ -697,11 +697,28 @@ pub struct CommerceTools<'a, B> {
     pub backend: &'a B,
 }
 
+/// The commerce tools' schemas, as JSON text: parsed at run time, they cost a few hundred bytes
+/// of code instead of the many kilobytes `json!` expands to (the Worker has a size budget).
+const SPECS_JSON: &str = include_str!("commerce_tools.json");
+
+#[derive(serde::Deserialize)]
+struct SpecText {
+    input: Value,
+    output: Value,
+}
+
 pub fn commerce_specs() -> Vec<ToolSpec> {
-    let money = json!({
-        "type": "object", "required": ["amount", "currency", "display"],
-        "properties": {"amount": {"type": "integer"}, "currency": {"type": "string"}, "display": {"type": "string"}}
-    });
+    let schemas: std::collections::BTreeMap<String, SpecText> =
+        serde_json::from_str(SPECS_JSON).unwrap_or_default();
+    let schema = |name: &str| {
+        schemas
+            .get(name)
+            .map(|s| (s.input.clone(), s.output.clone()))
+            .unwrap_or_else(|| (json!({"type": "object"}), json!({"type": "object"})))
+    };
+    let (list_in, list_out) = schema("list_products");
+    let (create_in, create_out) = schema("create_checkout");
+    let (get_in, get_out) = schema("get_checkout");
     vec![
         ToolSpec {
             name: "list_products",
@@ -709,28 +726,8 @@ pub fn commerce_specs() -> Vec<ToolSpec> {
             description: "Lists the plans (subscriptions, some with a free trial) and sensor \
                           hardware for sale, with live prices from the payment processor. Use \
                           an offer's id with create_checkout; offer only what is available.",
-            input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
-            output_schema: json!({
-                "type": "object", "required": ["offers", "fetched_at", "source"],
-                "properties": {
-                    "offers": {"type": "array", "items": {
-                        "type": "object",
-                        "required": ["id", "name", "description", "kind", "price", "interval", "trial", "available", "availability"],
-                        "properties": {
-                            "id": {"type": "string"}, "name": {"type": "string"},
-                            "description": {"type": "string"},
-                            "kind": {"enum": ["subscription", "hardware"]},
-                            "price": money,
-                            "interval": {"enum": ["month", "year", null]},
-                            "trial": {"type": ["object", "null"]},
-                            "available": {"type": "boolean"},
-                            "availability": {"enum": ["in_stock", "out_of_stock", "preorder"]}
-                        }
-                    }},
-                    "fetched_at": {"type": "string"},
-                    "source": {"const": "stripe"}
-                }
-            }),
+            input_schema: list_in,
+            output_schema: list_out,
             read_only: true,
             open_world: true,
         },
@@ -741,18 +738,8 @@ pub fn commerce_specs() -> Vec<ToolSpec> {
                           Give the person the continue_url: they pay (and enter email and, for \
                           hardware, a shipping address) on the payment processor's hosted page. \
                           Never send card numbers or payment tokens.",
-            input_schema: json!({
-                "type": "object", "required": ["offer_id"],
-                "properties": {
-                    "offer_id": {"type": "string", "minLength": 1, "description": "An id from list_products."},
-                    "quantity": {"type": "integer", "minimum": 1, "maximum": checkout::MAX_QUANTITY, "default": 1, "description": "Units of hardware; plans are always 1."}
-                },
-                "additionalProperties": false
-            }),
-            output_schema: json!({
-                "type": "object", "required": ["id", "continue_url"],
-                "properties": {"id": {"type": "string"}, "continue_url": {"type": "string", "format": "uri"}}
-            }),
+            input_schema: create_in,
+            output_schema: create_out,
             read_only: false,
             open_world: true,
         },
@@ -762,22 +749,8 @@ pub fn commerce_specs() -> Vec<ToolSpec> {
             description: "Reads a checkout by the id create_checkout returned: status \
                           (requires_escalation while the person has not paid, completed, \
                           canceled), total, and the continue_url while it is open.",
-            input_schema: json!({
-                "type": "object", "required": ["id"],
-                "properties": {"id": {"type": "string", "pattern": "^cs_", "description": "The checkout id (cs_...)."}},
-                "additionalProperties": false
-            }),
-            output_schema: json!({
-                "type": "object", "required": ["id", "status", "offer_id", "quantity", "total", "expires_at"],
-                "properties": {
-                    "id": {"type": "string"},
-                    "status": {"enum": ["requires_escalation", "completed", "canceled"]},
-                    "offer_id": {"type": "string"}, "name": {"type": "string"},
-                    "quantity": {"type": "integer"}, "total": money,
-                    "expires_at": {"type": "string"},
-                    "continue_url": {"type": "string"}, "order_id": {"type": "string"}
-                }
-            }),
+            input_schema: get_in,
+            output_schema: get_out,
             read_only: true,
             open_world: true,
         },
@@ -1157,6 +1130,25 @@ pub(crate) mod tests {
             Request::new("GET", &format!("{UCP_SESSIONS}/..%2Fv1")),
         );
         assert_eq!(r.status, 404);
+    }
+
+    #[test]
+    fn tool_schemas_parse_and_match_the_limits() {
+        let specs = commerce_specs();
+        assert_eq!(specs.len(), 3);
+        for s in &specs {
+            assert_eq!(s.input_schema["type"], "object", "{}", s.name);
+            assert_eq!(s.output_schema["type"], "object", "{}", s.name);
+            assert!(
+                s.output_schema.get("required").is_some(),
+                "{} parsed",
+                s.name
+            );
+        }
+        assert_eq!(
+            specs[1].input_schema["properties"]["quantity"]["maximum"],
+            checkout::MAX_QUANTITY
+        );
     }
 
     #[test]

@@ -31,8 +31,9 @@ pub struct Record {
 }
 
 /// What to do with a request that carries a key.
+// Externally tagged (serde's default): an internally tagged enum would link serde's buffering
+// deserializer into the Worker for this one message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Begin {
     /// Run it (a new record was written).
     Proceed,

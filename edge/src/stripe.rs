@@ -334,12 +334,26 @@ pub struct Product {
 }
 
 /// `price.product`: an id, or the object when expanded (a deleted product has no `name`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum ProductRef {
     Expanded(Product),
     Id(String),
     Other(Value),
+}
+
+// By hand rather than `#[serde(untagged)]`, which would link serde's buffering deserializer
+// into the Worker.
+impl<'de> Deserialize<'de> for ProductRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::String(id) => Self::Id(id),
+            v @ Value::Object(_) => match serde_json::from_value::<Product>(v.clone()) {
+                Ok(p) => Self::Expanded(p),
+                Err(_) => Self::Other(v),
+            },
+            other => Self::Other(other),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
