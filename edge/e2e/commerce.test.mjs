@@ -4,6 +4,7 @@
 import { test, beforeEach } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import Ajv2020 from "ajv/dist/2020.js";
 import { BASE_URL, get, mcp, assertProblem } from "./helpers.mjs";
 
 const FAKE = process.env.STRIPE_FAKE_URL;
@@ -344,4 +345,23 @@ test("MCP: list_products, create_checkout (id and link only), get_checkout", asy
   const pay = await call("create_checkout", { offer_id: "pro_monthly", payment_data: { token: "spt_1" } });
   assert.equal(pay.isError, true);
   assert.match(pay.content[0].text, /continue_url/);
+});
+
+test("commerce responses match the OpenAPI document", async () => {
+  const doc = await (await get("/openapi.json")).json();
+  const ajv = new Ajv2020({ strict: false, validateFormats: false });
+  ajv.addSchema(doc, "openapi");
+  const check = (ref, value) => {
+    const validate = ajv.getSchema(`openapi#/components/schemas/${ref}`);
+    assert.ok(validate(value), `${ref}: ${JSON.stringify(validate.errors)}`);
+  };
+  check("Products", await (await get("/agent/commerce/products")).json());
+  const ucp = await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] });
+  assert.ok(doc.paths[UCP].post.responses[String(ucp.status)]);
+  check("Checkout", await ucp.json());
+  const acp = await post(ACP, { items: [{ id: "sensor_node" }] }, acpHeaders("2025-09-29"));
+  check("Checkout", await acp.json());
+  const bad = await post(UCP, { line_items: [{ item: { id: "nope" } }] });
+  assert.ok(doc.paths[UCP].post.responses[String(bad.status)]);
+  check("Problem", await bad.json());
 });

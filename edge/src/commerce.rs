@@ -49,6 +49,8 @@ pub trait Backend {
     ) -> impl Future<Output = ()>;
     fn cached_catalog(&self) -> Option<Catalog>;
     fn store_catalog(&self, catalog: &Catalog);
+    /// Records an operational event (server-side failures); never called with secrets.
+    fn log(&self, line: &str);
 }
 
 /// A backend without network or storage, for code paths that never reach commerce.
@@ -69,6 +71,7 @@ impl Backend for Offline {
         None
     }
     fn store_catalog(&self, _catalog: &Catalog) {}
+    fn log(&self, _line: &str) {}
 }
 
 /// A problem+json reply with a stable `code` (and the UCP-style `content`).
@@ -106,6 +109,10 @@ fn stripe_problem(e: &StripeError) -> Reply {
     if e.is_unavailable() {
         let detail = match e {
             StripeError::NotConfigured => "The shop is not configured yet; try again later.".into(),
+            e if e.is_auth() => {
+                "The shop's payment set-up is not working; nothing was charged. Try again later."
+                    .into()
+            }
             _ => format!(
                 "The payment processor is unavailable ({e}); nothing was charged. Retry after \
                  {RETRY_AFTER_S} seconds."
@@ -366,7 +373,11 @@ pub async fn route<B: Backend>(req: &Request, cfg: &Config, base: &str, b: &B) -
     let path = req.path.as_str();
     if path == PRODUCTS_PATH {
         return Some(match req.method.as_str() {
-            "GET" | "HEAD" => products(cfg, b).await,
+            "GET" | "HEAD" => {
+                let r = products(cfg, b).await;
+                log_failure(b, "GET products", &r);
+                r
+            }
             "OPTIONS" => preflight(),
             _ => method_not_allowed(req, "GET, HEAD"),
         });
@@ -435,7 +446,19 @@ pub async fn route<B: Backend>(req: &Request, cfg: &Config, base: &str, b: &B) -
     } else {
         reply
     };
+    log_failure(b, &format!("{} {path}", req.method), &reply);
     Some(crate::headers::cors_any(reply).with_header("cache-control", "no-store"))
+}
+
+/// Logs answers that are our or Stripe's fault (5xx), with the problem's detail.
+fn log_failure<B: Backend>(b: &B, what: &str, reply: &Reply) {
+    if reply.status >= 500 {
+        b.log(&format!(
+            "commerce {what} -> {}: {}",
+            reply.status,
+            reply_detail(reply)
+        ));
+    }
 }
 
 enum Action {
@@ -491,6 +514,10 @@ async fn keyed<B: Backend>(
     binding: Binding,
     action: Action,
 ) -> Reply {
+    // Payment credentials first: that explanation helps a client more than any header rule.
+    if let Some(h) = checkout::payment_header(&req.headers) {
+        return payment_problem(&format!("the {h} header"));
+    }
     let is_post = req.method == "POST" || req.method == "PUT";
     let key = req.header("idempotency-key").map(str::trim);
     if let Some(k) = key
@@ -511,9 +538,6 @@ async fn keyed<B: Backend>(
             "Every POST needs an Idempotency-Key header (a unique string you reuse only to \
              retry the same request).",
         );
-    }
-    if let Some(h) = checkout::payment_header(&req.headers) {
-        return payment_problem(&format!("the {h} header"));
     }
     let key = key.filter(|_| is_post);
     let Some(key) = key else {
@@ -782,7 +806,11 @@ impl<B: Backend> ToolBox for CommerceTools<'_, B> {
         Some(match name {
             "list_products" => match catalog(self.cfg, self.backend).await {
                 Ok(c) => ToolOutcome::Ok(c.to_json()),
-                Err(e) => ToolOutcome::Error(reply_detail(&stripe_problem(&e))),
+                Err(e) => {
+                    let r = stripe_problem(&e);
+                    log_failure(self.backend, "tool list_products", &r);
+                    ToolOutcome::Error(reply_detail(&r))
+                }
             },
             "create_checkout" => {
                 let Some(offer) = args.get("offer_id").and_then(Value::as_str) else {
@@ -808,7 +836,10 @@ impl<B: Backend> ToolBox for CommerceTools<'_, B> {
                             c.id
                         )),
                     },
-                    Err(e) => ToolOutcome::Error(e.message()),
+                    Err(e) => {
+                        log_failure(self.backend, "tool create_checkout", &e.reply());
+                        ToolOutcome::Error(e.message())
+                    }
                 }
             }
             _ => {
@@ -819,7 +850,10 @@ impl<B: Backend> ToolBox for CommerceTools<'_, B> {
                 };
                 match read(self.cfg, self.backend, id).await {
                     Ok(c) => ToolOutcome::Ok(c.to_tool()),
-                    Err(r) => ToolOutcome::Error(reply_detail(&r)),
+                    Err(r) => {
+                        log_failure(self.backend, "tool get_checkout", &r);
+                        ToolOutcome::Error(reply_detail(&r))
+                    }
                 }
             }
         })
@@ -839,6 +873,7 @@ pub(crate) mod tests {
         pub fail: RefCell<Option<TransportError>>,
         pub records: RefCell<HashMap<String, idempotency::Record>>,
         pub cache: RefCell<Option<Catalog>>,
+        pub logs: RefCell<Vec<String>>,
         pub now: u64,
     }
 
@@ -849,6 +884,7 @@ pub(crate) mod tests {
                 fail: RefCell::default(),
                 records: RefCell::default(),
                 cache: RefCell::default(),
+                logs: RefCell::default(),
                 now: 1_763_805_600_000,
             }
         }
@@ -941,6 +977,9 @@ pub(crate) mod tests {
         fn store_catalog(&self, c: &Catalog) {
             *self.cache.borrow_mut() = Some(c.clone());
         }
+        fn log(&self, line: &str) {
+            self.logs.borrow_mut().push(line.to_string());
+        }
     }
 
     pub(crate) fn cfg() -> Config {
@@ -988,6 +1027,13 @@ pub(crate) mod tests {
         assert_eq!(r.status, 503);
         assert_eq!(r.header("retry-after"), Some(RETRY_AFTER_S));
         assert_eq!(v["code"], "service_unavailable");
+        let logs = fake.logs.borrow();
+        assert_eq!(logs.len(), 1);
+        assert!(
+            logs[0].starts_with("commerce GET products -> 503"),
+            "{logs:?}"
+        );
+        assert!(!logs[0].contains("sk_test_1"));
     }
 
     #[test]

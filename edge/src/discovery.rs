@@ -167,7 +167,7 @@ pub fn openapi(base: &str) -> Value {
             "title": format!("{SERVICE_NAME} agent API"),
             "version": VERSION,
             "summary": SUMMARY,
-            "description": "Anonymous, read-only API for AI agents. Limit: one request per second per client (HTTP 429 with Retry-After above it). Optional Web Bot Auth signatures give a signed agent its own limit.",
+            "description": "Anonymous API for AI agents; buying ends on Stripe's hosted checkout page. Limit: one request per second per client (HTTP 429 with Retry-After above it). Optional Web Bot Auth signatures give a signed agent its own limit.",
             "contact": {"url": format!("{base}/support")}
         },
         "servers": [{"url": base}],
@@ -206,6 +206,48 @@ pub fn openapi(base: &str) -> Value {
                     "429": too_many
                 }
             }},
+            "/agent/commerce/products": {"get": {
+                "operationId": "listProducts",
+                "summary": "Plans and hardware for sale, read live from Stripe (cached at most 60 s).",
+                "responses": {
+                    "200": {"description": "The offers.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Products"}}}},
+                    "429": too_many,
+                    "503": problem("Stripe is unavailable; see Retry-After.")
+                }
+            }},
+            "/agent/commerce/ucp/checkout-sessions": {"post": {
+                "operationId": "ucpCreateCheckout",
+                "summary": "UCP 2026-04-08 checkout for one offer; answers requires_escalation with continue_url (pay on Stripe's hosted page). Also GET/PUT /{id}, POST /{id}/complete, POST /{id}/cancel.",
+                "externalDocs": {"url": format!("https://ucp.dev/{}/specification/checkout", crate::checkout::UCP_VERSION)},
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 255}}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CheckoutRequest"}}}},
+                "responses": {
+                    "201": {"description": "UCP checkout object.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Checkout"}}}},
+                    "400": problem("Malformed body, or payment credentials sent (code payment_not_accepted)."),
+                    "409": problem("Offer out of stock, or Idempotency-Key reused with another body."),
+                    "422": problem("Unknown offer id."),
+                    "429": too_many,
+                    "503": problem("Stripe is unavailable; see Retry-After.")
+                }
+            }},
+            "/agent/commerce/acp/checkout_sessions": {"post": {
+                "operationId": "acpCreateCheckout",
+                "summary": "ACP checkout session (API-Version 2025-09-29 to 2026-04-17). Also GET/POST /{id}, POST /{id}/complete, POST /{id}/cancel.",
+                "externalDocs": {"url": "https://www.agenticcommerce.dev/"},
+                "parameters": [
+                    {"name": "API-Version", "in": "header", "required": true, "schema": {"enum": crate::checkout::ACP_VERSIONS}},
+                    {"name": "Idempotency-Key", "in": "header", "required": true, "schema": {"type": "string", "maxLength": 255}}
+                ],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CheckoutRequest"}}}},
+                "responses": {
+                    "201": {"description": "ACP checkout session.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Checkout"}}}},
+                    "400": problem("Missing or unsupported API-Version, missing Idempotency-Key, malformed body, or payment credentials."),
+                    "409": problem("Offer out of stock, or a request with this key is in flight."),
+                    "422": problem("Unknown offer id, or Idempotency-Key reused with another body."),
+                    "429": too_many,
+                    "503": problem("Stripe is unavailable; see Retry-After.")
+                }
+            }},
             "/mcp": {"post": {
                 "operationId": "mcp",
                 "summary": "MCP over Streamable HTTP (JSON-RPC 2.0; protocol 2025-11-25 and 2026-07-28).",
@@ -224,6 +266,37 @@ pub fn openapi(base: &str) -> Value {
             "Problem": problem_schema(),
             "SiteInfo": site_info_schema(),
             "SearchResults": tools::search_results_schema(),
+            "Products": crate::commerce::commerce_specs()
+                .into_iter()
+                .find(|t| t.name == "list_products")
+                .map(|t| t.output_schema)
+                .unwrap_or_else(|| json!({"type": "object"})),
+            "CheckoutRequest": {
+                "type": "object",
+                "description": "One offer, in any protocol's form: line_items or items, each {id, quantity?} or {item: {id}, quantity}.",
+                "properties": {
+                    "line_items": {"type": "array", "minItems": 1, "maxItems": 1},
+                    "items": {"type": "array", "minItems": 1, "maxItems": 1},
+                    "buyer": {"type": "object", "properties": {"email": {"type": "string"}}},
+                    "currency": {"type": "string"}
+                }
+            },
+            "Checkout": {
+                "type": "object",
+                "required": ["id", "status", "currency", "line_items", "totals", "links"],
+                "properties": {
+                    "id": {"type": "string", "pattern": "^cs_"},
+                    "status": {"enum": ["requires_escalation", "not_ready_for_payment", "completed", "canceled", "expired"]},
+                    "continue_url": {"type": "string", "format": "uri"},
+                    "currency": {"type": "string"},
+                    "line_items": {"type": "array"},
+                    "totals": {"type": "array"},
+                    "messages": {"type": "array"},
+                    "links": {"type": "array"},
+                    "expires_at": {"type": "string"},
+                    "order": {"type": "object"}
+                }
+            },
             "JsonRpcRequest": {
                 "type": "object",
                 "required": ["jsonrpc", "method"],

@@ -357,6 +357,10 @@ mod glue {
         fn store_catalog(&self, catalog: &Catalog) {
             CATALOG.with(|c| *c.borrow_mut() = Some(catalog.clone()));
         }
+
+        fn log(&self, line: &str) {
+            console_log!("{line}");
+        }
     }
 
     /// One per `Idempotency-Key` (scoped by protocol): the request's fingerprint and, once it

@@ -100,15 +100,27 @@ pub enum StripeError {
 }
 
 impl StripeError {
-    /// True when the failure is Stripe's (or the network's), not the request's: the caller
-    /// should answer 503 and retry later.
+    /// True when the failure is Stripe's, the network's or our set-up's (a rejected key), not
+    /// the request's: the caller should answer 503 and retry later.
     pub fn is_unavailable(&self) -> bool {
         match self {
             Self::NotConfigured | Self::Timeout(_) | Self::Network(_) | Self::Decode(_) => true,
             Self::Api { status, kind, .. } => {
-                *status >= 500 || *status == 429 || kind == "api_error"
+                *status >= 500 || matches!(status, 401 | 403 | 429) || kind == "api_error"
             }
         }
+    }
+
+    /// True when Stripe refused our key: a set-up fault whose message must not reach clients
+    /// (Stripe quotes a masked key in it).
+    pub fn is_auth(&self) -> bool {
+        matches!(
+            self,
+            Self::Api {
+                status: 401 | 403,
+                ..
+            }
+        )
     }
 
     /// True for Stripe's 404 `resource_missing`.
@@ -490,6 +502,12 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.is_unavailable());
+        let e = decode::<Value>(answer(
+            401,
+            r#"{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: sk_test_****1234"}}"#,
+        ))
+        .unwrap_err();
+        assert!(e.is_unavailable() && e.is_auth());
         let e = decode::<Value>(answer(502, "<html>bad gateway</html>")).unwrap_err();
         assert!(e.is_unavailable());
         let e = decode::<Value>(Err(TransportError::Timeout(8000))).unwrap_err();
