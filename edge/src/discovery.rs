@@ -571,6 +571,23 @@ mod tests {
     }
 
     #[test]
+    fn commerce_documents_follow_the_notes() {
+        let ucp = ucp_profile("https://x.test");
+        assert_eq!(ucp["ucp"]["version"], "2026-04-08");
+        assert_eq!(ucp["ucp"]["payment_handlers"], json!({}));
+        assert_eq!(
+            ucp["ucp"]["services"]["dev.ucp.shopping"][0]["endpoint"],
+            "https://x.test/agent/commerce/ucp"
+        );
+        let acp = acp_manifest("https://x.test");
+        assert_eq!(acp["protocol"]["supported_versions"][0], "2025-09-29");
+        assert_eq!(acp["protocol"]["version"], "2026-04-17");
+        assert_eq!(acp["capabilities"]["services"], json!(["checkout"]));
+        let site = site_info("https://x.test");
+        assert_eq!(site["tools"].as_array().map(Vec::len), Some(6));
+    }
+
+    #[test]
     fn skill_front_matter_is_valid_and_digest_matches() {
         let name = SKILL_MD.lines().find_map(|l| l.strip_prefix("name: "));
         assert_eq!(name, Some("buy-products"));

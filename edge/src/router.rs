@@ -353,6 +353,8 @@ mod tests {
             ("/.well-known/mcp.json", CT_JSON),
             ("/llms.txt", CT_MARKDOWN),
             (discovery::SKILL_PATH, CT_MARKDOWN),
+            ("/.well-known/ucp", CT_JSON),
+            ("/.well-known/acp.json", CT_JSON),
         ] {
             let r = get(path);
             assert_eq!(r.status, 200, "{path}");
@@ -360,6 +362,41 @@ mod tests {
             assert_eq!(r.header("access-control-allow-origin"), Some("*"), "{path}");
             assert!(r.header("etag").is_some(), "{path}");
         }
+    }
+
+    #[test]
+    fn commerce_routes_are_wired_before_the_read_only_rules() {
+        // No Stripe key configured: the shop answers 503, not the site's 405 or 404.
+        let r = get(crate::commerce::PRODUCTS_PATH);
+        assert_eq!(r.status, 503);
+        assert_eq!(r.header("retry-after"), Some("10"));
+        assert_eq!(json(&r)["code"], "service_unavailable");
+        let post = |path: &str| {
+            block_on(handle(
+                &Request::new("POST", path)
+                    .with_body(br#"{"line_items":[{"id":"pro_monthly"}]}"#.to_vec()),
+                &cfg(),
+                "rid",
+                &crate::commerce::Offline,
+            ))
+        };
+        assert_eq!(post("/agent/commerce/ucp/checkout-sessions").status, 503);
+        assert_eq!(
+            json(&post("/agent/commerce/acp/checkout_sessions"))["code"],
+            "missing_api_version"
+        );
+        let pre = block_on(handle(
+            &Request::new("OPTIONS", "/agent/commerce/acp/checkout_sessions"),
+            &cfg(),
+            "rid",
+            &crate::commerce::Offline,
+        ));
+        assert_eq!(pre.status, 204);
+        assert!(
+            pre.header("access-control-allow-headers")
+                .is_some_and(|h| h.contains("Idempotency-Key") && h.contains("API-Version"))
+        );
+        assert_eq!(get("/agent/commerce/nope").status, 404);
     }
 
     #[test]
