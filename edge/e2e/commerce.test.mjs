@@ -166,7 +166,7 @@ for (const version of ACP_VERSIONS) {
   test(`ACP ${version}: create, read, complete, pay`, async () => {
     const escalation = version >= "2026-01-30";
     const body = escalation
-      ? { line_items: [{ id: "pro_monthly" }], currency: "usd", capabilities: {} }
+      ? { line_items: [{ id: "pro_monthly" }], currency: "usd", capabilities: { payment: { handlers: [{ id: "card_tokenized" }] } } }
       : { items: [{ id: "pro_monthly", quantity: 1 }] };
     const headers = acpHeaders(version);
     const res = await post(ACP, body, headers);

@@ -287,7 +287,13 @@ pub fn payment_in_body(v: &Value) -> Option<String> {
         match v {
             Value::Object(o) => o.iter().find_map(|(k, child)| {
                 let here = format!("{path}/{k}");
-                if PAYMENT_KEYS.contains(&k.to_ascii_lowercase().as_str()) && !is_empty(child) {
+                let key = k.to_ascii_lowercase();
+                // What a client *supports* (ACP `capabilities.payment.handlers`, the UCP
+                // envelope's `payment_handlers`) is not a credential.
+                if key == "capabilities" || key == "ucp" {
+                    return None;
+                }
+                if PAYMENT_KEYS.contains(&key.as_str()) && !is_empty(child) {
                     Some(here)
                 } else {
                     walk(child, &here, depth + 1)
