@@ -230,6 +230,8 @@ test("ACP: idempotent replay, key conflicts, required headers", async () => {
   assert.deepEqual(p.supported_versions, [...ACP_VERSIONS].reverse());
   const old = await post(ACP, body, acpHeaders("2024-06-01"));
   assert.equal((await assertProblem(old, 400)).code, "unsupported_api_version");
+  const long = await post(ACP, body, acpHeaders("2026-04-17", { "idempotency-key": "k".repeat(256) }));
+  assert.equal((await assertProblem(long, 400)).code, "invalid");
 
   // A UCP client may send a key too; a different body with it is a 409.
   const key = randomUUID();
