@@ -19,6 +19,8 @@ const DOCS = {
   "/.well-known/ai-catalog.json": "application/ai-catalog+json",
   "/.well-known/api-catalog": 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"',
   "/.well-known/agent-skills/index.json": "application/json",
+  "/.well-known/ucp": "application/json",
+  "/.well-known/acp.json": "application/json",
   "/agent/skills/buy-products/SKILL.md": "text/markdown; charset=utf-8",
   "/.well-known/http-message-signatures-directory": "application/http-message-signatures-directory+json",
 };
@@ -49,7 +51,7 @@ test("site.json links every discovery document", async () => {
     if (path === "/agent/site.json" || path === "/.well-known/mcp.json") continue;
     assert.ok(links.includes(`${BASE_URL}${path}`), `site.json lacks ${path}`);
   }
-  assert.deepEqual(body.tools, ["site_info", "search_pages", "read_page"]);
+  assert.deepEqual(body.tools, ["site_info", "search_pages", "read_page", "list_products", "create_checkout", "get_checkout"]);
 });
 
 test("api-catalog is an RFC 9727 linkset", async () => {
@@ -72,6 +74,24 @@ test("MCP server cards and AI catalog have their required fields", async () => {
   const cat = await (await get("/.well-known/ai-catalog.json")).json();
   assert.equal(cat.specVersion, "1.0");
   assert.equal(cat.entries[0].url, `${BASE_URL}/mcp/server-card`);
+});
+
+test("UCP profile and ACP manifest point at the checkout endpoints", async () => {
+  const ucp = (await (await get("/.well-known/ucp")).json()).ucp;
+  assert.equal(ucp.version, "2026-04-08");
+  assert.deepEqual(ucp.payment_handlers, {});
+  const svc = ucp.services["dev.ucp.shopping"][0];
+  assert.equal(svc.transport, "rest");
+  assert.equal(svc.endpoint, `${BASE_URL}/agent/commerce/ucp`);
+  assert.equal(ucp.capabilities["dev.ucp.shopping.checkout"][0].version, "2026-04-08");
+  const acp = await (await get("/.well-known/acp.json")).json();
+  assert.equal(acp.protocol.name, "acp");
+  assert.deepEqual(acp.protocol.supported_versions, ["2025-09-29", "2025-12-12", "2026-01-16", "2026-01-30", "2026-04-17"]);
+  assert.equal(acp.protocol.version, "2026-04-17");
+  assert.equal(acp.api_base_url, `${BASE_URL}/agent/commerce/acp`);
+  assert.deepEqual(acp.capabilities.services, ["checkout"]);
+  assert.deepEqual(acp.transports, ["rest"]);
+  assert.equal(JSON.stringify(acp).includes("payment"), false, "no payment configuration");
 });
 
 test("skills index digest matches the served SKILL.md", async () => {

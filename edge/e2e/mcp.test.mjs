@@ -31,7 +31,7 @@ test("2025-11-25 handshake: initialize, initialized, tools/list, tools/call, pin
 
   const list = await (await mcp({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { "mcp-protocol-version": "2025-11-25" })).json();
   const names = list.result.tools.map((t) => t.name);
-  assert.deepEqual(names, ["site_info", "search_pages", "read_page"]);
+  assert.deepEqual(names, ["site_info", "search_pages", "read_page", "list_products", "create_checkout", "get_checkout"]);
   for (const t of list.result.tools) {
     assert.ok(t.description, t.name);
     assert.equal(t.inputSchema.type, "object", t.name);

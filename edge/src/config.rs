@@ -16,6 +16,13 @@ pub struct Config {
     /// The site's own Ed25519 signing key (32 raw bytes), from a Worker secret. Without it the
     /// key directory answers 404, which scanners treat as "not applicable".
     pub signing_key: Option<[u8; 32]>,
+    /// The Stripe account the shop sells through; `None` without `STRIPE_SECRET_KEY` (commerce
+    /// endpoints then answer 503).
+    pub stripe: Option<crate::stripe::Stripe>,
+    /// How long the offer catalogue may be served from the per-isolate cache (at most 60 s).
+    pub catalog_ttl_ms: u64,
+    /// ISO country codes a hardware checkout ships to.
+    pub shipping_countries: Vec<String>,
 }
 
 impl Config {
@@ -41,7 +48,38 @@ impl Config {
             allowed_hosts: list(allowed_hosts),
             rate_limit_exempt: list(rate_limit_exempt),
             signing_key: signing_key_b64.and_then(|k| crate::webbotauth::decode_signing_key(&k)),
+            stripe: None,
+            catalog_ttl_ms: crate::catalog::MAX_CACHE_MS,
+            shipping_countries: vec!["US".to_string()],
         }
+    }
+
+    /// Adds the commerce settings: `STRIPE_API_BASE` (default Stripe's), `STRIPE_SECRET_KEY`,
+    /// `CATALOG_CACHE_S` (0..=60, default 60) and `SHIPPING_COUNTRIES` (comma-separated ISO
+    /// codes, default `US`).
+    pub fn with_commerce(
+        mut self,
+        api_base: Option<String>,
+        secret_key: Option<String>,
+        cache_s: Option<String>,
+        shipping_countries: Option<String>,
+    ) -> Self {
+        self.stripe = secret_key
+            .filter(|k| !k.trim().is_empty())
+            .map(|k| crate::stripe::Stripe::new(api_base.as_deref().unwrap_or(""), k.trim()));
+        if let Some(s) = cache_s.and_then(|s| s.trim().parse::<u64>().ok()) {
+            self.catalog_ttl_ms = s.saturating_mul(1000).min(crate::catalog::MAX_CACHE_MS);
+        }
+        let countries: Vec<String> = shipping_countries
+            .unwrap_or_default()
+            .split(',')
+            .map(|c| c.trim().to_ascii_uppercase())
+            .filter(|c| c.len() == 2 && c.chars().all(|ch| ch.is_ascii_uppercase()))
+            .collect();
+        if !countries.is_empty() {
+            self.shipping_countries = countries;
+        }
+        self
     }
 
     /// The origin for absolute links in responses to `req`.
@@ -107,5 +145,28 @@ mod tests {
         assert!(!c.host_allowed("localhost"));
         assert!(c.rate_limit_exempt.is_empty());
         assert!(c.signing_key.is_none());
+        assert!(c.stripe.is_none());
+    }
+
+    #[test]
+    fn commerce_settings_are_bounded() {
+        let c = Config::default().with_commerce(
+            Some("http://127.0.0.1:1".into()),
+            Some(" sk_test_x ".into()),
+            Some("600".into()),
+            Some("us, ca,xx1,".into()),
+        );
+        assert_eq!(c.catalog_ttl_ms, 60_000);
+        assert_eq!(c.shipping_countries, ["US", "CA"]);
+        let s = c.stripe.expect("configured");
+        assert!(
+            s.list_prices(None)
+                .url
+                .starts_with("http://127.0.0.1:1/v1/prices")
+        );
+        assert!(!format!("{s:?}").contains("sk_test_x"));
+        let none = Config::default().with_commerce(None, Some("".into()), Some("0".into()), None);
+        assert!(none.stripe.is_none());
+        assert_eq!(none.catalog_ttl_ms, 0);
     }
 }

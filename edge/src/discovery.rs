@@ -89,11 +89,14 @@ pub fn site_info(base: &str) -> Value {
             "buy_products_skill": doc(SKILL_PATH),
             "signatures_directory": doc("/.well-known/http-message-signatures-directory"),
             "support": doc("/support"),
+            "products": doc(crate::commerce::PRODUCTS_PATH),
+            "ucp_profile": doc("/.well-known/ucp"),
+            "acp_manifest": doc("/.well-known/acp.json"),
         },
         "pages": pages::all().iter().map(|p| json!({
             "path": p.path, "title": p.title, "description": p.description, "url": doc(p.path),
         })).collect::<Vec<_>>(),
-        "tools": tools::site_specs().iter().map(|t| t.name).collect::<Vec<_>>(),
+        "tools": tools::all_specs().iter().map(|t| t.name).collect::<Vec<_>>(),
     })
 }
 
@@ -164,7 +167,7 @@ pub fn openapi(base: &str) -> Value {
             "title": format!("{SERVICE_NAME} agent API"),
             "version": VERSION,
             "summary": SUMMARY,
-            "description": "Anonymous, read-only API for AI agents. Limit: one request per second per client (HTTP 429 with Retry-After above it). Optional Web Bot Auth signatures give a signed agent its own limit.",
+            "description": "Anonymous API for AI agents; buying ends on Stripe's hosted checkout page. Limit: one request per second per client (HTTP 429 with Retry-After above it). Optional Web Bot Auth signatures give a signed agent its own limit.",
             "contact": {"url": format!("{base}/support")}
         },
         "servers": [{"url": base}],
@@ -203,6 +206,48 @@ pub fn openapi(base: &str) -> Value {
                     "429": too_many
                 }
             }},
+            "/agent/commerce/products": {"get": {
+                "operationId": "listProducts",
+                "summary": "Plans and hardware for sale, read live from Stripe (cached at most 60 s).",
+                "responses": {
+                    "200": {"description": "The offers.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Products"}}}},
+                    "429": too_many,
+                    "503": problem("Stripe is unavailable; see Retry-After.")
+                }
+            }},
+            "/agent/commerce/ucp/checkout-sessions": {"post": {
+                "operationId": "ucpCreateCheckout",
+                "summary": "UCP 2026-04-08 checkout for one offer; answers requires_escalation with continue_url (pay on Stripe's hosted page). Also GET/PUT /{id}, POST /{id}/complete, POST /{id}/cancel.",
+                "externalDocs": {"url": format!("https://ucp.dev/{}/specification/checkout", crate::checkout::UCP_VERSION)},
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 255}}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CheckoutRequest"}}}},
+                "responses": {
+                    "201": {"description": "UCP checkout object.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Checkout"}}}},
+                    "400": problem("Malformed body, or payment credentials sent (code payment_not_accepted)."),
+                    "409": problem("Offer out of stock, or Idempotency-Key reused with another body."),
+                    "422": problem("Unknown offer id."),
+                    "429": too_many,
+                    "503": problem("Stripe is unavailable; see Retry-After.")
+                }
+            }},
+            "/agent/commerce/acp/checkout_sessions": {"post": {
+                "operationId": "acpCreateCheckout",
+                "summary": "ACP checkout session (API-Version 2025-09-29 to 2026-04-17). Also GET/POST /{id}, POST /{id}/complete, POST /{id}/cancel.",
+                "externalDocs": {"url": "https://www.agenticcommerce.dev/"},
+                "parameters": [
+                    {"name": "API-Version", "in": "header", "required": true, "schema": {"enum": crate::checkout::ACP_VERSIONS}},
+                    {"name": "Idempotency-Key", "in": "header", "required": true, "schema": {"type": "string", "maxLength": 255}}
+                ],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CheckoutRequest"}}}},
+                "responses": {
+                    "201": {"description": "ACP checkout session.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Checkout"}}}},
+                    "400": problem("Missing or unsupported API-Version, missing Idempotency-Key, malformed body, or payment credentials."),
+                    "409": problem("Offer out of stock, or a request with this key is in flight."),
+                    "422": problem("Unknown offer id, or Idempotency-Key reused with another body."),
+                    "429": too_many,
+                    "503": problem("Stripe is unavailable; see Retry-After.")
+                }
+            }},
             "/mcp": {"post": {
                 "operationId": "mcp",
                 "summary": "MCP over Streamable HTTP (JSON-RPC 2.0; protocol 2025-11-25 and 2026-07-28).",
@@ -221,6 +266,37 @@ pub fn openapi(base: &str) -> Value {
             "Problem": problem_schema(),
             "SiteInfo": site_info_schema(),
             "SearchResults": tools::search_results_schema(),
+            "Products": crate::commerce::commerce_specs()
+                .into_iter()
+                .find(|t| t.name == "list_products")
+                .map(|t| t.output_schema)
+                .unwrap_or_else(|| json!({"type": "object"})),
+            "CheckoutRequest": {
+                "type": "object",
+                "description": "One offer, in any protocol's form: line_items or items, each {id, quantity?} or {item: {id}, quantity}.",
+                "properties": {
+                    "line_items": {"type": "array", "minItems": 1, "maxItems": 1},
+                    "items": {"type": "array", "minItems": 1, "maxItems": 1},
+                    "buyer": {"type": "object", "properties": {"email": {"type": "string"}}},
+                    "currency": {"type": "string"}
+                }
+            },
+            "Checkout": {
+                "type": "object",
+                "required": ["id", "status", "currency", "line_items", "totals", "links"],
+                "properties": {
+                    "id": {"type": "string", "pattern": "^cs_"},
+                    "status": {"enum": ["requires_escalation", "not_ready_for_payment", "completed", "canceled", "expired"]},
+                    "continue_url": {"type": "string", "format": "uri"},
+                    "currency": {"type": "string"},
+                    "line_items": {"type": "array"},
+                    "totals": {"type": "array"},
+                    "messages": {"type": "array"},
+                    "links": {"type": "array"},
+                    "expires_at": {"type": "string"},
+                    "order": {"type": "object"}
+                }
+            },
             "JsonRpcRequest": {
                 "type": "object",
                 "required": ["jsonrpc", "method"],
@@ -252,7 +328,7 @@ pub fn llms_txt(base: &str) -> String {
     let mut s = format!(
         "# {SERVICE_NAME}\n\n> {SUMMARY}\n\nAgents use this site anonymously at up to one request \
          per second per client. The MCP server is at {base}/mcp (tools: site_info, search_pages, \
-         read_page). Pages are Markdown when requested with `Accept: text/markdown`.\n\n## Pages\n\n"
+         read_page, list_products, create_checkout, get_checkout). Pages are Markdown when requested with `Accept: text/markdown`.\n\n## Pages\n\n"
     );
     for p in pages::all() {
         s.push_str(&format!(
@@ -264,7 +340,10 @@ pub fn llms_txt(base: &str) -> String {
     s.push_str(&format!(
         "- [Search pages]({base}/agent/search?q=pricing): words matched against page paths\n\
          - [Read a page]({base}/agent/read?path=/pricing): one page as Markdown\n\
-         - [MCP server]({base}/mcp): Streamable HTTP, protocol 2025-11-25 and 2026-07-28\n"
+         - [MCP server]({base}/mcp): Streamable HTTP, protocol 2025-11-25 and 2026-07-28\n\
+         - [Products]({base}/agent/commerce/products): plans and hardware with live prices\n\
+         - [UCP profile]({base}/.well-known/ucp): checkout sessions (UCP 2026-04-08)\n\
+         - [ACP manifest]({base}/.well-known/acp.json): checkout sessions (ACP)\n"
     ));
     s.push_str("\n## Optional\n\n");
     for (path, title) in DOCUMENTS {
@@ -391,6 +470,45 @@ pub fn ai_catalog(base: &str) -> Value {
     })
 }
 
+/// `/.well-known/ucp`: the UCP 2026-04-08 business profile (REST transport only; our MCP tools
+/// are not UCP's, so the `mcp` transport is not advertised). Payment happens on Stripe's hosted
+/// page, so there are no payment handlers.
+pub fn ucp_profile(base: &str) -> Value {
+    let v = crate::checkout::UCP_VERSION;
+    json!({"ucp": {
+        "version": v,
+        "payment_handlers": {},
+        "services": {"dev.ucp.shopping": [{
+            "version": v,
+            "transport": "rest",
+            "endpoint": format!("{base}{}", crate::commerce::UCP_BASE),
+            "spec": format!("https://ucp.dev/{v}/specification/overview"),
+            "schema": format!("https://ucp.dev/{v}/services/shopping/rest.openapi.json"),
+        }]},
+        "capabilities": {"dev.ucp.shopping.checkout": [{
+            "version": v,
+            "spec": format!("https://ucp.dev/{v}/specification/checkout"),
+            "schema": format!("https://ucp.dev/{v}/schemas/shopping/checkout.json"),
+        }]},
+    }})
+}
+
+/// `/.well-known/acp.json`: versions oldest first, REST only (our MCP tools are not ACP's
+/// `*_checkout_session` tools), no payment configuration.
+pub fn acp_manifest(base: &str) -> Value {
+    let versions = crate::checkout::ACP_VERSIONS;
+    json!({
+        "protocol": {
+            "name": "acp",
+            "version": versions.last().copied().unwrap_or_default(),
+            "supported_versions": versions,
+        },
+        "api_base_url": format!("{base}{}", crate::commerce::ACP_BASE),
+        "transports": ["rest"],
+        "capabilities": {"services": ["checkout"]},
+    })
+}
+
 /// `/.well-known/api-catalog` (RFC 9727 linkset).
 pub fn api_catalog(base: &str) -> Value {
     json!({"linkset": [
@@ -450,6 +568,23 @@ mod tests {
             v["pages"].as_array().map(Vec::len),
             Some(pages::all().len())
         );
+    }
+
+    #[test]
+    fn commerce_documents_follow_the_notes() {
+        let ucp = ucp_profile("https://x.test");
+        assert_eq!(ucp["ucp"]["version"], "2026-04-08");
+        assert_eq!(ucp["ucp"]["payment_handlers"], json!({}));
+        assert_eq!(
+            ucp["ucp"]["services"]["dev.ucp.shopping"][0]["endpoint"],
+            "https://x.test/agent/commerce/ucp"
+        );
+        let acp = acp_manifest("https://x.test");
+        assert_eq!(acp["protocol"]["supported_versions"][0], "2025-09-29");
+        assert_eq!(acp["protocol"]["version"], "2026-04-17");
+        assert_eq!(acp["capabilities"]["services"], json!(["checkout"]));
+        let site = site_info("https://x.test");
+        assert_eq!(site["tools"].as_array().map(Vec::len), Some(6));
     }
 
     #[test]

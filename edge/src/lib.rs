@@ -5,9 +5,13 @@
 //! [`reply::Reply`], and owns the two things that need Worker bindings: the Durable Object rate
 //! limiter and fetching agents' key directories.
 
+pub mod catalog;
+pub mod checkout;
+pub mod commerce;
 pub mod config;
 pub mod discovery;
 pub mod headers;
+pub mod idempotency;
 pub mod mcp;
 pub mod pages;
 pub mod problem;
@@ -16,14 +20,19 @@ pub mod reply;
 pub mod request;
 pub mod router;
 pub mod search;
+pub mod stripe;
 pub mod tools;
 pub mod webbotauth;
 
 #[cfg(target_arch = "wasm32")]
 mod glue {
+    use crate::catalog::Catalog;
+    use crate::commerce::Backend;
     use crate::config::Config;
+    use crate::idempotency::{self, Begin, Record, StoredReply};
     use crate::ratelimit::{self, Decision};
     use crate::reply::Reply;
+    use crate::stripe::{HttpAnswer, HttpCall, TransportError};
     use crate::webbotauth::{self, Check, DirectoryCache, Outcome};
     use std::cell::{Cell, RefCell};
     use worker::{
@@ -38,6 +47,8 @@ mod glue {
 
     thread_local! {
         static DIRECTORIES: RefCell<DirectoryCache> = RefCell::new(DirectoryCache::default());
+        /// The offer catalogue, per isolate, for at most `CATALOG_CACHE_S` (≤ 60 s).
+        static CATALOG: RefCell<Option<Catalog>> = const { RefCell::new(None) };
         static SEQ: Cell<u64> = const { Cell::new(0) };
     }
 
@@ -55,6 +66,12 @@ mod glue {
             text_var(env, "ALLOWED_HOSTS"),
             text_var(env, "RATE_LIMIT_EXEMPT"),
             text_var(env, "SIGNING_KEY"),
+        )
+        .with_commerce(
+            text_var(env, "STRIPE_API_BASE"),
+            text_var(env, "STRIPE_SECRET_KEY"),
+            text_var(env, "CATALOG_CACHE_S"),
+            text_var(env, "SHIPPING_COUNTRIES"),
         )
     }
 
@@ -100,13 +117,14 @@ mod glue {
         // Preflights are free: a browser client must not spend its one request per second on
         // the preflight of the request it is about to make.
         let exempt = incoming.method == "OPTIONS" || cfg.rate_limit_exempt.contains(&key);
+        let backend = WorkerBackend { env: &env };
         let reply = if exempt {
-            crate::router::handle(&incoming, &cfg, &rid).await
+            crate::router::handle(&incoming, &cfg, &rid, &backend).await
         } else {
             match limit(&env, &key).await {
-                Decision::Allow { .. } => {
-                    ratelimit::allowed_headers(crate::router::handle(&incoming, &cfg, &rid).await)
-                }
+                Decision::Allow { .. } => ratelimit::allowed_headers(
+                    crate::router::handle(&incoming, &cfg, &rid, &backend).await,
+                ),
                 Decision::Deny { retry_after_ms } => crate::headers::finish(
                     crate::headers::cors_any(ratelimit::too_many_requests(retry_after_ms)),
                     &incoming,
@@ -251,6 +269,153 @@ mod glue {
                 console_log!("rate limiter unavailable: {e}");
                 Decision::Allow { now_ms: 0 }
             }
+        }
+    }
+
+    /// Stripe through `worker::Fetch`, idempotency through the `IDEMPOTENCY` Durable Object, the
+    /// catalogue cache in isolate memory.
+    struct WorkerBackend<'a> {
+        env: &'a Env,
+    }
+
+    impl WorkerBackend<'_> {
+        async fn store(&self, key: &str, op: &str, body: &serde_json::Value) -> Result<String> {
+            let ns = self.env.durable_object("IDEMPOTENCY")?;
+            let stub = ns.id_from_name(key)?.get_stub()?;
+            let mut init = RequestInit::new();
+            init.with_method(Method::Post)
+                .with_body(Some(wasm_bindgen::JsValue::from_str(&body.to_string())));
+            let req = Request::new_with_init(&format!("https://idempotency/{op}"), &init)?;
+            let mut resp = stub.fetch_with_request(req).await?;
+            resp.text().await
+        }
+    }
+
+    impl Backend for WorkerBackend<'_> {
+        fn now_ms(&self) -> u64 {
+            Date::now().as_millis()
+        }
+
+        async fn send(&self, call: HttpCall) -> std::result::Result<HttpAnswer, TransportError> {
+            let net = |e: worker::Error| TransportError::Network(e.to_string());
+            let headers = worker::Headers::new();
+            for (n, v) in &call.headers {
+                headers.set(n, v).map_err(net)?;
+            }
+            let mut init = RequestInit::new();
+            init.with_method(Method::from(call.method.to_string()))
+                .with_headers(headers)
+                .with_redirect(RequestRedirect::Manual);
+            if let Some(body) = &call.body {
+                init.with_body(Some(wasm_bindgen::JsValue::from_str(body)));
+            }
+            let req = Request::new_with_init(&call.url, &init).map_err(net)?;
+            let send = Box::pin(async move {
+                let mut resp = Fetch::Request(req).send().await.map_err(net)?;
+                let status = resp.status_code();
+                let body = resp.bytes().await.map_err(net)?;
+                Ok(HttpAnswer { status, body })
+            });
+            let timeout = Box::pin(worker::Delay::from(std::time::Duration::from_millis(
+                crate::stripe::TIMEOUT_MS,
+            )));
+            match futures_util::future::select(send, timeout).await {
+                futures_util::future::Either::Left((answer, _)) => answer,
+                futures_util::future::Either::Right(_) => {
+                    Err(TransportError::Timeout(crate::stripe::TIMEOUT_MS))
+                }
+            }
+        }
+
+        async fn idem_begin(
+            &self,
+            key: &str,
+            fingerprint: &str,
+        ) -> std::result::Result<Begin, String> {
+            let text = self
+                .store(
+                    key,
+                    "begin",
+                    &serde_json::json!({"fingerprint": fingerprint}),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            serde_json::from_str(&text).map_err(|e| e.to_string())
+        }
+
+        async fn idem_finish(&self, key: &str, fingerprint: &str, reply: Option<StoredReply>) {
+            let body = serde_json::json!({"fingerprint": fingerprint, "reply": reply});
+            if let Err(e) = self.store(key, "finish", &body).await {
+                console_log!("idempotency store: could not record an answer: {e}");
+            }
+        }
+
+        fn cached_catalog(&self) -> Option<Catalog> {
+            CATALOG.with(|c| c.borrow().clone())
+        }
+
+        fn store_catalog(&self, catalog: &Catalog) {
+            CATALOG.with(|c| *c.borrow_mut() = Some(catalog.clone()));
+        }
+
+        fn log(&self, line: &str) {
+            console_log!("{line}");
+        }
+    }
+
+    /// One per `Idempotency-Key` (scoped by protocol): the request's fingerprint and, once it
+    /// ran, its answer, kept 24 h. Being a single instance per key worldwide, it also stops two
+    /// concurrent requests with one key from both running.
+    #[durable_object]
+    pub struct IdempotencyStore {
+        state: State,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct StoreOp {
+        fingerprint: String,
+        #[serde(default)]
+        reply: Option<StoredReply>,
+    }
+
+    impl DurableObject for IdempotencyStore {
+        fn new(state: State, _env: Env) -> Self {
+            Self { state }
+        }
+
+        async fn fetch(&self, mut req: Request) -> Result<Response> {
+            let storage = self.state.storage();
+            let op: StoreOp = serde_json::from_str(&req.text().await?)
+                .map_err(|e| worker::Error::RustError(e.to_string()))?;
+            let existing = storage.get::<Record>("r").await.ok().flatten();
+            let now_ms = Date::now().as_millis();
+            if req.path().ends_with("/begin") {
+                let (begin, record) =
+                    idempotency::begin(existing.as_ref(), &op.fingerprint, now_ms);
+                if let Some(r) = record {
+                    storage.put("r", &r).await?;
+                    storage
+                        .set_alarm(std::time::Duration::from_millis(idempotency::KEEP_MS))
+                        .await?;
+                }
+                return Response::from_json(&begin);
+            }
+            match op
+                .reply
+                .and_then(|reply| idempotency::finish(existing.as_ref(), &op.fingerprint, reply))
+            {
+                Some(r) => storage.put("r", &r).await?,
+                None if existing.is_some_and(|e| e.fingerprint == op.fingerprint) => {
+                    storage.delete("r").await?;
+                }
+                None => {}
+            }
+            Response::ok("")
+        }
+
+        async fn alarm(&self) -> Result<Response> {
+            self.state.storage().delete_all().await?;
+            Response::ok("")
         }
     }
 

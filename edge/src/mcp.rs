@@ -33,9 +33,11 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const HEADER_MISMATCH: i64 = -32020;
 pub const UNSUPPORTED_VERSION: i64 = -32022;
 
-const INSTRUCTIONS: &str = "Read-only tools for the presence-sensing website: call site_info \
-    first, search_pages to find pages by words in their path, read_page to get one as \
-    Markdown. Stay under one request per second.";
+const INSTRUCTIONS: &str = "Tools for the presence-sensing website: call site_info first, \
+    search_pages to find pages by words in their path, read_page to get one as Markdown. To \
+    buy: list_products, then create_checkout for one offer id and give the person the \
+    continue_url (they pay on the hosted page), then get_checkout to follow it. Never send \
+    payment details. Stay under one request per second.";
 
 /// Which protocol era a request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,19 +2,25 @@
 //! discovery documents and the MCP endpoint. Rate limiting and signature checks happen before
 //! this, in the glue, because they need Worker bindings.
 
+use crate::commerce::{self, Backend, CommerceTools};
 use crate::config::Config;
 use crate::discovery::{self, CT_JSON, CT_MARKDOWN};
 use crate::headers::{self, DOCUMENT_MAX_AGE, PAGE_MAX_AGE, document};
 use crate::problem::Problem;
 use crate::reply::Reply;
 use crate::request::Request;
-use crate::tools::SiteTools;
+use crate::tools::{Chain, SiteTools};
 use crate::{mcp, pages, search, webbotauth};
 use serde_json::Value;
 
 /// Routes one request (already admitted by the rate limiter) and adds the common headers.
-pub async fn handle(req: &Request, cfg: &Config, request_id: &str) -> Reply {
-    let reply = route(req, cfg, request_id).await;
+pub async fn handle<B: Backend>(
+    req: &Request,
+    cfg: &Config,
+    request_id: &str,
+    backend: &B,
+) -> Reply {
+    let reply = route(req, cfg, request_id, backend).await;
     headers::finish(reply, req, request_id)
 }
 
@@ -44,19 +50,26 @@ fn not_found(path: &str) -> Reply {
     .into_reply()
 }
 
-async fn route(req: &Request, cfg: &Config, request_id: &str) -> Reply {
+async fn route<B: Backend>(req: &Request, cfg: &Config, request_id: &str, backend: &B) -> Reply {
     let base = cfg.base_url(req).to_string();
     let path = req.path.as_str();
 
     if path == "/mcp" {
+        let tools = Chain(
+            SiteTools::new(&base),
+            CommerceTools {
+                cfg,
+                base: base.clone(),
+                backend,
+            },
+        );
         return match req.method.as_str() {
             "OPTIONS" => mcp_preflight(req, cfg),
-            _ => mcp_cors(
-                req,
-                cfg,
-                mcp::handle(req, cfg, &SiteTools::new(&base)).await,
-            ),
+            _ => mcp_cors(req, cfg, mcp::handle(req, cfg, &tools).await),
         };
+    }
+    if let Some(reply) = commerce::route(req, cfg, &base, backend).await {
+        return reply;
     }
     if req.method == "OPTIONS" {
         return headers::preflight_any();
@@ -86,8 +99,10 @@ async fn route(req: &Request, cfg: &Config, request_id: &str) -> Reply {
         ),
         "/.well-known/mcp/server-card.json" | "/.well-known/mcp.json" => doc(
             CT_JSON,
-            json_bytes(&discovery::server_card(&base, &crate::tools::site_specs())),
+            json_bytes(&discovery::server_card(&base, &crate::tools::all_specs())),
         ),
+        "/.well-known/ucp" => doc(CT_JSON, json_bytes(&discovery::ucp_profile(&base))),
+        "/.well-known/acp.json" => doc(CT_JSON, json_bytes(&discovery::acp_manifest(&base))),
         "/mcp/server-card" => doc(
             discovery::CT_MCP_CARD,
             json_bytes(&discovery::server_card_sep2127(&base)),
@@ -239,7 +254,12 @@ mod tests {
     }
 
     fn get(target: &str) -> Reply {
-        block_on(handle(&Request::new("GET", target), &cfg(), "rid"))
+        block_on(handle(
+            &Request::new("GET", target),
+            &cfg(),
+            "rid",
+            &crate::commerce::Offline,
+        ))
     }
 
     fn json(r: &Reply) -> Value {
@@ -252,6 +272,7 @@ mod tests {
             &Request::new("GET", "/pricing").with_header("accept", "text/markdown"),
             &cfg(),
             "rid",
+            &crate::commerce::Offline,
         ));
         assert_eq!(md.status, 200);
         assert_eq!(md.header("content-type"), Some(CT_MARKDOWN));
@@ -287,10 +308,20 @@ mod tests {
 
     #[test]
     fn wrong_method_names_the_allowed_ones() {
-        let r = block_on(handle(&Request::new("POST", "/"), &cfg(), "rid"));
+        let r = block_on(handle(
+            &Request::new("POST", "/"),
+            &cfg(),
+            "rid",
+            &crate::commerce::Offline,
+        ));
         assert_eq!(r.status, 405);
         assert_eq!(r.header("allow"), Some("GET, HEAD"));
-        let r = block_on(handle(&Request::new("DELETE", "/mcp"), &cfg(), "rid"));
+        let r = block_on(handle(
+            &Request::new("DELETE", "/mcp"),
+            &cfg(),
+            "rid",
+            &crate::commerce::Offline,
+        ));
         assert_eq!(r.status, 405);
     }
 
@@ -322,6 +353,8 @@ mod tests {
             ("/.well-known/mcp.json", CT_JSON),
             ("/llms.txt", CT_MARKDOWN),
             (discovery::SKILL_PATH, CT_MARKDOWN),
+            ("/.well-known/ucp", CT_JSON),
+            ("/.well-known/acp.json", CT_JSON),
         ] {
             let r = get(path);
             assert_eq!(r.status, 200, "{path}");
@@ -329,6 +362,41 @@ mod tests {
             assert_eq!(r.header("access-control-allow-origin"), Some("*"), "{path}");
             assert!(r.header("etag").is_some(), "{path}");
         }
+    }
+
+    #[test]
+    fn commerce_routes_are_wired_before_the_read_only_rules() {
+        // No Stripe key configured: the shop answers 503, not the site's 405 or 404.
+        let r = get(crate::commerce::PRODUCTS_PATH);
+        assert_eq!(r.status, 503);
+        assert_eq!(r.header("retry-after"), Some("10"));
+        assert_eq!(json(&r)["code"], "service_unavailable");
+        let post = |path: &str| {
+            block_on(handle(
+                &Request::new("POST", path)
+                    .with_body(br#"{"line_items":[{"id":"pro_monthly"}]}"#.to_vec()),
+                &cfg(),
+                "rid",
+                &crate::commerce::Offline,
+            ))
+        };
+        assert_eq!(post("/agent/commerce/ucp/checkout-sessions").status, 503);
+        assert_eq!(
+            json(&post("/agent/commerce/acp/checkout_sessions"))["code"],
+            "missing_api_version"
+        );
+        let pre = block_on(handle(
+            &Request::new("OPTIONS", "/agent/commerce/acp/checkout_sessions"),
+            &cfg(),
+            "rid",
+            &crate::commerce::Offline,
+        ));
+        assert_eq!(pre.status, 204);
+        assert!(
+            pre.header("access-control-allow-headers")
+                .is_some_and(|h| h.contains("Idempotency-Key") && h.contains("API-Version"))
+        );
+        assert_eq!(get("/agent/commerce/nope").status, 404);
     }
 
     #[test]
@@ -340,6 +408,7 @@ mod tests {
             &Request::new("GET", webbotauth::DIRECTORY_PATH),
             &c,
             "rid",
+            &crate::commerce::Offline,
         ));
         assert_eq!(r.status, 200);
         assert_eq!(
@@ -360,6 +429,7 @@ mod tests {
                 &Request::new("OPTIONS", "/mcp").with_header("origin", origin),
                 &cfg(),
                 "rid",
+                &crate::commerce::Offline,
             ))
         };
         assert_eq!(

@@ -188,6 +188,13 @@ pub fn site_specs() -> Vec<ToolSpec> {
     ]
 }
 
+/// Every tool `/mcp` serves: the site's and the commerce ones.
+pub fn all_specs() -> Vec<ToolSpec> {
+    let mut specs = site_specs();
+    specs.extend(crate::commerce::commerce_specs());
+    specs
+}
+
 impl ToolBox for SiteTools {
     fn specs(&self) -> Vec<ToolSpec> {
         site_specs()

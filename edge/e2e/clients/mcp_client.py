@@ -16,7 +16,10 @@ async def main(base_url: str, mode: str) -> None:
     async with mcp.Client(f"{base_url}/mcp", mode=mode, raise_exceptions=True) as client:
         listed = await client.list_tools()
         names = [t.name for t in listed.tools]
-        assert names == ["site_info", "search_pages", "read_page"], names
+        assert names == [
+            "site_info", "search_pages", "read_page",
+            "list_products", "create_checkout", "get_checkout",
+        ], names
         for tool in listed.tools:
             assert tool.description, tool.name
             assert tool.input_schema.get("type") == "object", tool.name
@@ -38,6 +41,17 @@ async def main(base_url: str, mode: str) -> None:
 
         missing = await client.call_tool("read_page", {"path": "/no-such-page"})
         assert missing.is_error, missing
+
+        # Commerce (against the Stripe fake): the client checks results against outputSchema.
+        offers = await client.call_tool("list_products", {})
+        assert not offers.is_error, offers
+        assert offers.structured_content["offers"][0]["id"] == "pro_monthly", offers.structured_content
+        checkout = await client.call_tool("create_checkout", {"offer_id": "pro_monthly"})
+        assert not checkout.is_error, checkout
+        assert set(checkout.structured_content) == {"id", "continue_url"}, checkout.structured_content
+        got = await client.call_tool("get_checkout", {"id": checkout.structured_content["id"]})
+        assert not got.is_error, got
+        assert got.structured_content["status"] == "requires_escalation", got.structured_content
     print(f"ok: mode={mode} tools={names}")
 
 

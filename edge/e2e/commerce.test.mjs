@@ -1,0 +1,369 @@
+// Commerce end to end: the Worker under `wrangler dev` against the Stripe fake
+// (edge/e2e/stripe-fake, started by the test command; STRIPE_FAKE_URL points at it). The tests
+// in this file run in order and are the only ones that drive the fake's control hooks.
+import { test, beforeEach } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import Ajv2020 from "ajv/dist/2020.js";
+import { BASE_URL, get, mcp, assertProblem } from "./helpers.mjs";
+
+const FAKE = process.env.STRIPE_FAKE_URL;
+assert.ok(FAKE, "STRIPE_FAKE_URL must point at the Stripe fake (the test command starts it)");
+
+const UCP = "/agent/commerce/ucp/checkout-sessions";
+const ACP = "/agent/commerce/acp/checkout_sessions";
+const ACP_VERSIONS = ["2025-09-29", "2025-12-12", "2026-01-16", "2026-01-30", "2026-04-17"];
+
+async function control(path, body = {}) {
+  const res = await fetch(`${FAKE}/__control/${path}`, { method: "POST", body: JSON.stringify(body) });
+  assert.equal(res.status, 200, `control ${path}`);
+  return res.json();
+}
+
+async function stripeRequests() {
+  return (await fetch(`${FAKE}/__control/requests`)).json();
+}
+
+async function sessionPosts() {
+  return (await stripeRequests()).filter((r) => r.method === "POST" && r.path === "/v1/checkout/sessions");
+}
+
+beforeEach(async () => {
+  await control("fail", { mode: "none" });
+});
+
+function post(path, body, headers = {}) {
+  return fetch(`${BASE_URL}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+function acpHeaders(version, extra = {}) {
+  return { "api-version": version, "idempotency-key": randomUUID(), "request-id": randomUUID(), ...extra };
+}
+
+test("catalogue: live offers selected by Stripe metadata, with fetched_at", async () => {
+  const before = (await stripeRequests()).length;
+  const res = await get("/agent/commerce/products");
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), "application/json");
+  const body = await res.json();
+  assert.equal(body.source, "stripe");
+  assert.ok(Math.abs(Date.parse(body.fetched_at) - Date.now()) < 120_000, body.fetched_at);
+  assert.deepEqual(body.offers.map((o) => o.id), ["pro_monthly", "pro_yearly", "sensor_node", "sensor_hub"]);
+  const [monthly, yearly, node, hub] = body.offers;
+  assert.deepEqual(monthly, {
+    id: "pro_monthly", name: "Presence Pro", description: "Away Alerts, history and the companion platform.",
+    kind: "subscription", price: { amount: 900, currency: "usd", display: "$9.00" }, interval: "month",
+    trial: { days: 14 }, available: true, availability: "in_stock",
+  });
+  assert.equal(yearly.interval, "year");
+  assert.deepEqual(yearly.trial, { days: 14 }, "trial from product metadata trial_days");
+  assert.equal(node.kind, "hardware");
+  assert.equal(node.interval, null);
+  assert.equal(node.trial, null);
+  assert.equal(hub.available, false);
+  assert.equal(hub.availability, "out_of_stock");
+  const calls = (await stripeRequests()).slice(before);
+  const list = calls.find((r) => r.path === "/v1/prices");
+  assert.ok(list, "read live from Stripe");
+  assert.equal(list.stripe_version, "2025-09-30.clover");
+  assert.match(decodeURIComponent(list.query), /active=true&expand\[\]=data\.product&limit=100/);
+});
+
+test("availability follows the product's metadata", async () => {
+  try {
+    await control("products/prod_node", { metadata: { availability: "preorder" } });
+    let node = (await (await get("/agent/commerce/products")).json()).offers.find((o) => o.id === "sensor_node");
+    assert.equal(node.availability, "preorder");
+    assert.equal(node.available, true);
+    await control("products/prod_node", { metadata: { availability: "out_of_stock" } });
+    node = (await (await get("/agent/commerce/products")).json()).offers.find((o) => o.id === "sensor_node");
+    assert.equal(node.available, false);
+    const res = await post(UCP, { line_items: [{ item: { id: "sensor_node" }, quantity: 1 }] });
+    const p = await assertProblem(res, 409);
+    assert.equal(p.code, "out_of_stock");
+  } finally {
+    await control("products/prod_node", { metadata: { availability: "in_stock" } });
+  }
+});
+
+test("UCP: create → continue_url → complete returns the same session; paying completes it", async () => {
+  const res = await post(UCP, { line_items: [{ item: { id: "pro_monthly" }, quantity: 1 }] });
+  assert.equal(res.status, 201);
+  const created = await res.json();
+  assert.match(created.id, /^cs_test_/);
+  assert.equal(res.headers.get("location"), `${BASE_URL}${UCP}/${created.id}`);
+  assert.equal(created.status, "requires_escalation");
+  assert.equal(created.ucp.version, "2026-04-08");
+  assert.equal(created.currency, "USD");
+  assert.equal(created.continue_url, `${FAKE}/c/pay/${created.id}`);
+  const ask = created.messages.find((m) => m.type === "error");
+  assert.equal(ask.severity, "requires_buyer_input");
+  assert.match(ask.content, /continue_url/);
+  assert.ok(created.messages.some((m) => /\$0\.00 due today: 14-day free trial, then \$9\.00 per month/.test(m.content)));
+  assert.deepEqual(created.line_items[0].item, { id: "pro_monthly", title: "Presence Pro", price: 900 });
+  assert.equal(created.totals.find((t) => t.type === "total").amount, created.line_items[0].totals.find((t) => t.type === "total").amount);
+
+  const form = (await sessionPosts()).at(-1).form;
+  assert.equal(form.mode, "subscription");
+  assert.deepEqual(form.line_items, [{ price: "price_pro_monthly", quantity: "1" }]);
+  assert.equal(form.subscription_data.trial_period_days, "14");
+  assert.equal(form.shipping_address_collection, undefined);
+
+  const page = await fetch(created.continue_url);
+  assert.equal(page.status, 200, "the hosted page answers");
+
+  const read = await (await get(`${UCP}/${created.id}`)).json();
+  assert.deepEqual(read, created);
+  const complete = await post(`${UCP}/${created.id}/complete`, {});
+  assert.equal(complete.status, 200);
+  assert.deepEqual(await complete.json(), created, "complete answers the same session and link");
+
+  await control(`sessions/${created.id}/complete`);
+  const done = await (await get(`${UCP}/${created.id}`)).json();
+  assert.equal(done.status, "completed");
+  assert.match(done.order.id, /^sub_/);
+  assert.equal(done.order.permalink_url, `${BASE_URL}${UCP}/${created.id}`);
+  assert.equal(done.continue_url, undefined);
+  const cancel = await post(`${UCP}/${created.id}/cancel`, {});
+  assert.equal((await assertProblem(cancel, 409)).code, "checkout_not_cancelable");
+});
+
+test("UCP: hardware collects shipping; cancel → canceled; update cannot change items", async () => {
+  const res = await post(UCP, { line_items: [{ item: { id: "sensor_node" }, quantity: 2 }] });
+  assert.equal(res.status, 201);
+  const c = await res.json();
+  assert.equal(c.totals.find((t) => t.type === "total").amount, 9800);
+  const form = (await sessionPosts()).at(-1).form;
+  assert.equal(form.mode, "payment");
+  assert.deepEqual(form.shipping_address_collection, { allowed_countries: ["US"] });
+  assert.equal(form.subscription_data, undefined);
+
+  const same = await fetch(`${BASE_URL}${UCP}/${c.id}`, {
+    method: "PUT", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ line_items: [{ item: { id: "sensor_node" }, quantity: 2 }] }),
+  });
+  assert.equal(same.status, 200);
+  const changed = await fetch(`${BASE_URL}${UCP}/${c.id}`, {
+    method: "PUT", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ line_items: [{ item: { id: "sensor_node" }, quantity: 3 }] }),
+  });
+  assert.equal((await assertProblem(changed, 409)).code, "line_items_fixed");
+
+  const cancel = await post(`${UCP}/${c.id}/cancel`, {});
+  assert.equal(cancel.status, 200);
+  const canceled = await cancel.json();
+  assert.equal(canceled.status, "canceled");
+  assert.equal(canceled.continue_url, undefined);
+  assert.equal((await (await get(`${UCP}/${c.id}`)).json()).status, "canceled");
+  assert.equal((await assertProblem(await post(`${UCP}/${c.id}/complete`, {}), 409)).code, "checkout_canceled");
+});
+
+for (const version of ACP_VERSIONS) {
+  test(`ACP ${version}: create, read, complete, pay`, async () => {
+    const escalation = version >= "2026-01-30";
+    const body = escalation
+      ? { line_items: [{ id: "pro_monthly" }], currency: "usd", capabilities: { payment: { handlers: [{ id: "card_tokenized" }] } } }
+      : { items: [{ id: "pro_monthly", quantity: 1 }] };
+    const headers = acpHeaders(version);
+    const res = await post(ACP, body, headers);
+    assert.equal(res.status, 201);
+    assert.equal(res.headers.get("idempotency-key"), headers["idempotency-key"]);
+    assert.equal(res.headers.get("request-id"), headers["request-id"]);
+    const s = await res.json();
+    assert.equal(s.currency, "usd");
+    assert.equal(s.line_items[0].item.id, "pro_monthly");
+    assert.equal(s.totals.find((t) => t.type === "total").display_text, "Total");
+    const link = `${FAKE}/c/pay/${s.id}`;
+    if (escalation) {
+      assert.equal(s.status, "requires_escalation");
+      assert.equal(s.continue_url, link);
+      assert.deepEqual(s.capabilities, { payment: { handlers: [] } });
+    } else {
+      assert.equal(s.status, "not_ready_for_payment");
+      assert.equal(s.continue_url, undefined);
+      assert.ok(s.messages.some((m) => m.type === "info" && m.content.includes(link)), "link in an info message");
+      assert.equal(s.payment_provider.provider, "stripe");
+    }
+    const forwarded = (await sessionPosts()).at(-1);
+    assert.equal(forwarded.idempotency_key, headers["idempotency-key"], "Idempotency-Key forwarded to Stripe");
+
+    const read = await get(`${ACP}/${s.id}`, { "api-version": version });
+    assert.deepEqual(await read.json(), s);
+    const complete = await post(`${ACP}/${s.id}/complete`, {}, acpHeaders(version));
+    assert.equal(complete.status, 200);
+    assert.deepEqual(await complete.json(), s);
+
+    await control(`sessions/${s.id}/complete`);
+    const done = await (await get(`${ACP}/${s.id}`, { "api-version": version })).json();
+    assert.equal(done.status, "completed");
+    assert.equal(done.order.checkout_session_id, s.id);
+    const cancel = await post(`${ACP}/${s.id}/cancel`, {}, acpHeaders(version));
+    assert.equal((await assertProblem(cancel, 405)).code, "checkout_not_cancelable");
+  });
+}
+
+test("ACP: idempotent replay, key conflicts, required headers", async () => {
+  const headers = acpHeaders("2026-04-17");
+  const body = { line_items: [{ id: "sensor_node" }], currency: "usd" };
+  const posts = (await sessionPosts()).length;
+  const first = await post(ACP, body, headers);
+  assert.equal(first.status, 201);
+  const firstBody = await first.text();
+  const replay = await post(ACP, body, headers);
+  assert.equal(replay.status, 201);
+  assert.equal(replay.headers.get("idempotent-replayed"), "true");
+  assert.equal(await replay.text(), firstBody, "identical answer");
+  assert.equal((await sessionPosts()).length, posts + 1, "one Stripe session");
+
+  const conflict = await post(ACP, { ...body, line_items: [{ id: "pro_monthly" }] }, headers);
+  assert.equal((await assertProblem(conflict, 422)).code, "idempotency_conflict");
+
+  const { "idempotency-key": _k, ...noKey } = acpHeaders("2026-04-17");
+  assert.equal((await assertProblem(await post(ACP, body, noKey), 400)).code, "idempotency_key_required");
+  const noVersion = await post(ACP, body, { "idempotency-key": randomUUID() });
+  const p = await assertProblem(noVersion, 400);
+  assert.equal(p.code, "missing_api_version");
+  assert.deepEqual(p.supported_versions, [...ACP_VERSIONS].reverse());
+  const old = await post(ACP, body, acpHeaders("2024-06-01"));
+  assert.equal((await assertProblem(old, 400)).code, "unsupported_api_version");
+  const long = await post(ACP, body, acpHeaders("2026-04-17", { "idempotency-key": "k".repeat(256) }));
+  assert.equal((await assertProblem(long, 400)).code, "invalid");
+
+  // A UCP client may send a key too; a different body with it is a 409.
+  const key = randomUUID();
+  const u1 = await post(UCP, { line_items: [{ item: { id: "pro_yearly" } }] }, { "idempotency-key": key });
+  assert.equal(u1.status, 201);
+  const u2 = await post(UCP, { line_items: [{ item: { id: "pro_yearly" } }] }, { "idempotency-key": key });
+  assert.equal(u2.headers.get("idempotent-replayed"), "true");
+  assert.deepEqual(await u2.json(), await u1.json());
+  const u3 = await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { "idempotency-key": key });
+  assert.equal((await assertProblem(u3, 409)).code, "idempotency_conflict");
+});
+
+test("bad requests: unknown or out-of-stock offer, malformed bodies, unknown sessions", async () => {
+  const posts = (await sessionPosts()).length;
+  let p = await assertProblem(await post(UCP, { line_items: [{ item: { id: "no_such_offer" } }] }), 422);
+  assert.equal(p.code, "unknown_offer");
+  assert.match(p.detail, /\/agent\/commerce\/products/);
+  p = await assertProblem(await post(ACP, { items: [{ id: "sensor_hub" }] }, acpHeaders("2026-01-30")), 409);
+  assert.equal(p.code, "out_of_stock");
+  p = await assertProblem(await post(UCP, "{not json"), 400);
+  assert.equal(p.code, "invalid_body");
+  p = await assertProblem(await post(UCP, "[1,2]"), 400);
+  assert.equal(p.code, "invalid_body");
+  p = await assertProblem(await post(UCP, {}), 400);
+  assert.equal(p.code, "missing");
+  p = await assertProblem(await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }, { item: { id: "sensor_node" } }] }), 400);
+  assert.equal(p.code, "invalid");
+  p = await assertProblem(await post(UCP, { line_items: [{ item: { id: "pro_monthly" }, quantity: 2 }] }), 400);
+  assert.equal(p.param, "line_items[0].quantity");
+  p = await assertProblem(await post(ACP, { items: [{ id: "sensor_node", quantity: "lots" }] }, acpHeaders("2025-09-29")), 400);
+  assert.equal(p.code, "invalid");
+  assert.equal((await sessionPosts()).length, posts, "nothing reached Stripe Checkout");
+
+  assert.equal((await assertProblem(await get(`${UCP}/cs_test_doesnotexist`), 404)).code, "not_found");
+  assert.equal((await assertProblem(await get(`${UCP}/pi_123`), 404)).code, "not_found");
+  await assertProblem(await get(`${ACP}/cs_test_doesnotexist`, { "api-version": "2026-04-17" }), 404);
+  const wrong = await fetch(`${BASE_URL}${UCP}`, { method: "GET" });
+  assert.equal((await assertProblem(wrong, 405)).code, "method_not_allowed");
+});
+
+test("payment credentials sent to the API are refused with the one payment path", async () => {
+  const posts = (await sessionPosts()).length;
+  const item = { line_items: [{ item: { id: "pro_monthly" } }] };
+  const cases = [
+    post(UCP, { ...item, payment: { instruments: [{ id: "instr_1", handler_id: "google_pay", credential: { token: "tok_visa" } }] } }),
+    post(ACP, { items: [{ id: "pro_monthly" }], payment_data: { token: "spt_123", provider: "stripe" } }, acpHeaders("2025-09-29")),
+    post(UCP, item, { "x-payment": "eyJ4NDAyVmVyc2lvbiI6MX0=" }),
+    post(UCP, item, { "payment-signature": "eyJ4NDAyVmVyc2lvbiI6Mn0=" }),
+    post(UCP, { ...item, ap2: { intent_mandate: { natural_language_description: "a plan" } } }),
+  ];
+  for (const res of await Promise.all(cases)) {
+    const p = await assertProblem(res, 400);
+    assert.equal(p.code, "payment_not_accepted");
+    assert.match(p.detail, /hosted checkout page/);
+    assert.match(p.detail, /continue_url/);
+  }
+  const created = await (await post(UCP, item)).json();
+  const complete = await post(`${ACP}/${created.id}/complete`,
+    { payment_data: { handler_id: "card", instrument: { type: "card", credential: { token: "vt_1" } } } }, acpHeaders("2026-04-17"));
+  assert.equal((await assertProblem(complete, 400)).code, "payment_not_accepted");
+  assert.equal((await sessionPosts()).length, posts + 1, "only the clean checkout reached Stripe");
+});
+
+test("Stripe failing → 503 with Retry-After, and a retry after recovery runs again", async () => {
+  const created = await (await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] })).json();
+  await control("fail", { mode: "500" });
+  for (const res of [
+    await get("/agent/commerce/products"),
+    await get(`${UCP}/${created.id}`),
+  ]) {
+    const p = await assertProblem(res, 503);
+    assert.equal(res.headers.get("retry-after"), "10");
+    assert.equal(p.code, "service_unavailable");
+  }
+  const headers = acpHeaders("2026-04-17");
+  const body = { line_items: [{ id: "pro_monthly" }] };
+  await assertProblem(await post(ACP, body, headers), 503);
+  await control("fail", { mode: "none" });
+  const retry = await post(ACP, body, headers);
+  assert.equal(retry.status, 201, "a 5xx is never replayed");
+  assert.equal(retry.headers.get("idempotent-replayed"), null);
+});
+
+test("Stripe not answering → 503 after the request timeout", async () => {
+  await control("fail", { mode: "timeout", count: 1 });
+  const res = await get("/agent/commerce/products");
+  const p = await assertProblem(res, 503);
+  assert.match(p.detail, /did not answer/);
+  assert.equal(res.headers.get("retry-after"), "10");
+});
+
+test("MCP: list_products, create_checkout (id and link only), get_checkout", async () => {
+  const call = async (name, args) =>
+    (await (await mcp({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } })).json()).result;
+  const list = await call("list_products", {});
+  assert.equal(list.isError, false);
+  assert.ok(list.structuredContent.offers.some((o) => o.id === "pro_monthly"));
+  const created = await call("create_checkout", { offer_id: "pro_monthly" });
+  assert.equal(created.isError, false);
+  assert.deepEqual(Object.keys(created.structuredContent).sort(), ["continue_url", "id"]);
+  const { id, continue_url } = created.structuredContent;
+  assert.equal(continue_url, `${FAKE}/c/pay/${id}`);
+  assert.deepEqual(JSON.parse(created.content[0].text), created.structuredContent);
+  assert.equal((await sessionPosts()).at(-1).form.metadata.presence_protocol, "mcp");
+  const got = await call("get_checkout", { id });
+  assert.equal(got.isError, false);
+  assert.equal(got.structuredContent.status, "requires_escalation");
+  assert.equal(got.structuredContent.continue_url, continue_url);
+  assert.deepEqual(got.structuredContent.total, { amount: 900, currency: "usd", display: "$9.00" });
+  const bad = await call("create_checkout", { offer_id: "sensor_hub" });
+  assert.equal(bad.isError, true);
+  assert.match(bad.content[0].text, /not available/);
+  const pay = await call("create_checkout", { offer_id: "pro_monthly", payment_data: { token: "spt_1" } });
+  assert.equal(pay.isError, true);
+  assert.match(pay.content[0].text, /continue_url/);
+});
+
+test("commerce responses match the OpenAPI document", async () => {
+  const doc = await (await get("/openapi.json")).json();
+  const ajv = new Ajv2020({ strict: false, validateFormats: false });
+  ajv.addSchema(doc, "openapi");
+  const check = (ref, value) => {
+    const validate = ajv.getSchema(`openapi#/components/schemas/${ref}`);
+    assert.ok(validate(value), `${ref}: ${JSON.stringify(validate.errors)}`);
+  };
+  check("Products", await (await get("/agent/commerce/products")).json());
+  const ucp = await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] });
+  assert.ok(doc.paths[UCP].post.responses[String(ucp.status)]);
+  check("Checkout", await ucp.json());
+  const acp = await post(ACP, { items: [{ id: "sensor_node" }] }, acpHeaders("2025-09-29"));
+  check("Checkout", await acp.json());
+  const bad = await post(UCP, { line_items: [{ item: { id: "nope" } }] });
+  assert.ok(doc.paths[UCP].post.responses[String(bad.status)]);
+  check("Problem", await bad.json());
+});
