@@ -59,15 +59,19 @@ fn alert_test_reports_a_2xx_and_exits_0() {
     let ca = TestCa::new("cli CA");
     let receiver = Receiver::https(ca.server_config(), &[], 200);
     let mut cmd = agent(dir.path());
-    cmd.args(["alert", "test"]).env(
-        "SERVICE_ALERT_WEBHOOK",
-        receiver.url("https", "/secret-topic"),
-    )
-    .env("SERVICE_ALERT_CA", ca.write_pem(dir.path()));
+    cmd.args(["alert", "test"])
+        .env(
+            "SERVICE_ALERT_WEBHOOK",
+            receiver.url("https", "/secret-topic"),
+        )
+        .env("SERVICE_ALERT_CA", ca.write_pem(dir.path()));
     let out = output(cmd);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-    assert!(stdout.contains("delivered") && stdout.contains("200"), "{stdout}");
+    assert!(
+        stdout.contains("delivered") && stdout.contains("200"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("secret-topic"), "{stdout}");
     let got = receiver.received();
     assert_eq!(got.len(), 1);
@@ -156,6 +160,41 @@ fn away_commands_say_clearly_when_the_agent_is_not_running() {
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert!(stderr.contains("not running"), "{stderr}");
     }
+}
+
+#[test]
+fn away_on_off_and_status_use_the_control_route() {
+    let dir = TempDir::new("cli-away-route");
+    let route = alerts_support::ControlRoute::start();
+    let run = |state: &str| {
+        let mut cmd = agent(dir.path());
+        cmd.args(["away", state])
+            .env("SERVICE_SENTINEL_PORT", route.port.to_string());
+        output(cmd)
+    };
+    let out = run("on");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "away mode is on");
+    assert!(route.away.is_on());
+    let out = run("status");
+    assert_eq!(text(&out.stdout).trim(), "away mode is on");
+    let out = run("off");
+    assert_eq!(text(&out.stdout).trim(), "away mode is off");
+    assert!(!route.away.is_on());
+    let requests = route.requests.lock().unwrap().clone();
+    let bodies: Vec<serde_json::Value> = requests
+        .iter()
+        .filter(|(line, _)| line == "POST /control/away")
+        .map(|(_, b)| serde_json::from_str(b).unwrap())
+        .collect();
+    assert_eq!(
+        bodies,
+        vec![
+            serde_json::json!({"on": true}),
+            serde_json::json!({"on": false})
+        ]
+    );
+    assert!(requests.iter().any(|(l, _)| l == "GET /control/away"));
 }
 
 /// Kills the child if a test panics half-way.
@@ -252,7 +291,13 @@ fn alerts_pending_when_the_agent_is_killed_are_delivered_once_after_restart() {
     );
     // Stop gracefully and look at what the receiver got: each key accepted exactly once.
     let pid = second.0.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let exited = wait_until(Duration::from_secs(20), || {
         second.0.try_wait().unwrap().is_some()
     });

@@ -269,3 +269,48 @@ async fn alerts_written_by_another_process_are_picked_up_without_a_wakeup() {
     assert_eq!(receiver.received().len(), 1);
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn someone_walking_in_while_away_raises_one_delivered_alert() {
+    use local_agent::alerts::{Alerts, AwayMode};
+    use local_agent::engine::source::SimulatorFeed;
+    use local_agent::engine::{Engine, EngineConfig};
+
+    let dir = TempDir::new("away-e2e");
+    let ca = TestCa::new("away CA");
+    let receiver = Receiver::https(ca.server_config(), &[], 200);
+    let cfg = config(
+        &receiver.url("https", "/hook"),
+        Some(ca.write_pem(dir.path())),
+        fast_retry(),
+    );
+    let alerts = Alerts::open(cfg, dir.path()).unwrap();
+    let log = alerts.log();
+    let feed = SimulatorFeed::new("walk", 3, 1.0).unwrap();
+    let engine = Engine::start(
+        EngineConfig {
+            port: 0,
+            ..EngineConfig::default()
+        },
+        Box::new(feed),
+    )
+    .await
+    .unwrap();
+    let away = AwayMode::default();
+    away.set(true);
+    let tasks = alerts.spawn(engine.snapshots(), away.clone());
+
+    let delivered = wait_until_async(Duration::from_secs(40), || {
+        log.recent(1).unwrap().iter().any(|a| {
+            a.kind == AlertKind::PresenceWhileAway && a.delivery.state == DeliveryState::Delivered
+        })
+    })
+    .await;
+    assert!(delivered, "{:?}", log.recent(1).unwrap());
+    let got = receiver.received();
+    assert_eq!(got.len(), 1, "one alert per episode");
+    let body: serde_json::Value = serde_json::from_slice(&got[0].body).unwrap();
+    assert_eq!(body["title"], "Someone is home while you are away");
+    tasks.shutdown().await;
+    engine.shutdown().await;
+}

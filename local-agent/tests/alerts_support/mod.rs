@@ -288,3 +288,105 @@ pub fn closed_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
+
+/// Stand-in for the hub's loopback control route (`POST /control/away {"on": bool}`, `GET
+/// /control/away`, both answering `{"away": bool}`), which lives on the hub's branch: it follows
+/// that contract so the CLI is tested against the shape the hub serves.
+pub struct ControlRoute {
+    pub port: u16,
+    pub away: local_agent::alerts::AwayMode,
+    pub requests: Arc<Mutex<Vec<(String, String)>>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ControlRoute {
+    pub fn start() -> Self {
+        let away = local_agent::alerts::AwayMode::default();
+        let requests: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (stop, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (t_away, t_requests) = (away.clone(), requests.clone());
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    let (stream, _) = tokio::select! {
+                        Ok(a) = listener.accept() => a,
+                        _ = &mut stop_rx => break,
+                    };
+                    let (away, requests) = (t_away.clone(), t_requests.clone());
+                    tokio::spawn(async move {
+                        let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                            let (away, requests) = (away.clone(), requests.clone());
+                            async move {
+                                let method = req.method().to_string();
+                                let path = req.uri().path().to_string();
+                                let body = req.into_body().collect().await?.to_bytes();
+                                requests.lock().unwrap().push((
+                                    format!("{method} {path}"),
+                                    String::from_utf8_lossy(&body).into_owned(),
+                                ));
+                                let status = match (method.as_str(), path.as_str()) {
+                                    ("POST", "/control/away") => {
+                                        match serde_json::from_slice::<serde_json::Value>(&body)
+                                            .ok()
+                                            .and_then(|v| v["on"].as_bool())
+                                        {
+                                            Some(on) => {
+                                                away.set(on);
+                                                200
+                                            }
+                                            None => 400,
+                                        }
+                                    }
+                                    ("GET", "/control/away") => 200,
+                                    _ => 404,
+                                };
+                                let reply = if status == 200 {
+                                    format!("{{\"away\":{}}}", away.is_on())
+                                } else {
+                                    "{\"error\":\"bad_request\",\"detail\":\"x\"}".to_string()
+                                };
+                                Ok::<_, hyper::Error>(
+                                    Response::builder()
+                                        .status(status)
+                                        .header("content-type", "application/json")
+                                        .body(Full::new(Bytes::from(reply)))
+                                        .unwrap(),
+                                )
+                            }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
+            });
+        });
+        Self {
+            port,
+            away,
+            requests,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for ControlRoute {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
