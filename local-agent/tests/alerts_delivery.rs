@@ -314,3 +314,34 @@ async fn someone_walking_in_while_away_raises_one_delivered_alert() {
     tasks.shutdown().await;
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn credentials_in_the_address_go_out_as_basic_auth_not_in_the_url() {
+    use base64::Engine as _;
+    let dir = TempDir::new("basic");
+    let ca = TestCa::new("basic CA");
+    let receiver = Receiver::https(ca.server_config(), &[], 200);
+    let url = format!("https://:tk_s3cret@{}/topic", receiver.addr);
+    let cfg = config(&url, Some(ca.write_pem(dir.path())), fast_retry());
+    assert_eq!(
+        cfg.webhook.as_ref().unwrap().to_string(),
+        format!("https://{}", receiver.addr),
+        "the loggable form has no credentials"
+    );
+    let running = Running::start(&dir, &cfg);
+    let alert = NewAlert::new(AlertKind::Test, "t", "m");
+    running.outbox.raise(alert.clone());
+    assert!(
+        wait_until_async(LIMIT, || running.state(&alert.id).view.delivery.state
+            == DeliveryState::Delivered)
+        .await
+    );
+    let got = receiver.received();
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(":tk_s3cret")
+    );
+    assert_eq!(got[0].header("authorization"), Some(expected.as_str()));
+    assert_eq!(got[0].path, "/topic");
+    running.stop().await;
+}
