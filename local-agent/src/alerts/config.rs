@@ -385,18 +385,20 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
+        let dir = std::env::temp_dir().join(format!(
+            "alerts-config-{}-{}",
+            std::process::id(),
+            super::super::new_alert_id()
+        ));
         let path = file.map(|text| {
-            let dir = std::env::temp_dir().join(format!(
-                "alerts-config-{}-{}",
-                std::process::id(),
-                super::super::new_alert_id()
-            ));
             std::fs::create_dir_all(&dir).unwrap();
             let p = dir.join("config.toml");
             std::fs::write(&p, text).unwrap();
             (p, true)
         });
-        AlertConfig::load_with(|k| env.get(k).cloned(), path)
+        let loaded = AlertConfig::load_with(|k| env.get(k).cloned(), path);
+        let _ = std::fs::remove_dir_all(&dir);
+        loaded
     }
 
     #[test]
