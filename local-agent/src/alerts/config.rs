@@ -120,6 +120,11 @@ impl WebhookAddress {
         &self.url
     }
 
+    /// True for `localhost`, 127.0.0.0/8 and `::1`.
+    pub fn is_loopback(&self) -> bool {
+        is_loopback_host(&self.url)
+    }
+
     /// `scheme://host[:port]`: safe to log.
     pub fn redacted(&self) -> String {
         let host = match self.url.host() {

@@ -44,8 +44,9 @@ impl Sender {
             .connect_timeout(config.request_timeout)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("presence-agent/", env!("CARGO_PKG_VERSION")));
-        if address.url().scheme() == "http" {
-            // Loopback only (checked when parsed): a proxy from the environment must not see it.
+        if address.is_loopback() {
+            // A receiver on this computer: a proxy from the environment could not reach it, and
+            // plain http must not leave the machine.
             builder = builder.no_proxy();
         }
         if let Some(path) = &config.extra_ca {
