@@ -281,7 +281,7 @@ fn alert_test() -> Result<(), CliError> {
             "test alert {id} not delivered to {address}: {reason}. It stays queued in {outbox}; a running agent retries it."
         ))),
         TestResult::NoAddress { id, hint } => Err(CliError::AlertNotDelivered(format!(
-            "no alert address is configured, so test alert {id} was only logged: {hint}"
+            "no alert address is configured, so test alert {id} was only kept in the local alert log: {hint}"
         ))),
     }
 }
