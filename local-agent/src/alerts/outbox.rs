@@ -195,6 +195,10 @@ impl Outbox {
             path: path.to_path_buf(),
             source,
         };
+        // Alerts are rare and matter: pay one fsync per write so a power cut right after
+        // `raise` cannot lose the alert (the store's default, NORMAL, may lose the last writes).
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(sql)?;
         conn.execute_batch(SCHEMA).map_err(sql)?;
         conn.execute(
             "DELETE FROM alerts WHERE created_at_ms < ?1 AND state != 'pending'",
