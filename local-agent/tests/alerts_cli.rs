@@ -84,6 +84,42 @@ fn alert_test_reports_a_2xx_and_exits_0() {
 }
 
 #[test]
+fn the_address_and_a_relative_ca_path_can_come_from_the_config_file() {
+    let dir = TempDir::new("cli-file");
+    let ca = TestCa::new("file CA");
+    let receiver = Receiver::https(ca.server_config(), &[], 202);
+    let ca_path = ca.write_pem(dir.path());
+    let ca_name = ca_path.file_name().unwrap().to_str().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "alert_webhook = \"{}\"\nalert_ca = \"{ca_name}\"\n",
+            receiver.url("https", "/from-file")
+        ),
+    )
+    .unwrap();
+    let mut cmd = agent(dir.path());
+    cmd.args(["alert", "test"]);
+    let out = output(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("202"));
+    assert_eq!(receiver.received()[0].path, "/from-file");
+
+    // A typo in the file is refused with its name, not silently ignored.
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "alert_webhock = \"https://example.com/x\"\n",
+    )
+    .unwrap();
+    let mut cmd = agent(dir.path());
+    cmd.args(["alert", "test"]);
+    let out = output(cmd);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("alert_webhock"), "{stderr}");
+}
+
+#[test]
 fn alert_test_over_loopback_http_reports_a_refusal_and_leaves_the_alert_queued() {
     let dir = TempDir::new("cli-503");
     let receiver = Receiver::http(&[], 503);

@@ -345,3 +345,37 @@ async fn credentials_in_the_address_go_out_as_basic_auth_not_in_the_url() {
     assert_eq!(got[0].path, "/topic");
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_window_covering_now_switches_away_mode_on_at_start() {
+    use local_agent::alerts::schedule::AwaySchedule;
+    use local_agent::alerts::{Alerts, AwayMode};
+    use local_agent::engine::source::SimulatorFeed;
+    use local_agent::engine::{Engine, EngineConfig};
+
+    let dir = TempDir::new("schedule");
+    let days: Vec<String> = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+        .iter()
+        .map(|d| d.to_string())
+        .collect();
+    let cfg = AlertConfig {
+        schedule: AwaySchedule::parse([(days.as_slice(), "00:00", "24:00")]).unwrap(),
+        ..AlertConfig::default()
+    };
+    let alerts = Alerts::open(cfg, dir.path()).unwrap();
+    let engine = Engine::start(
+        EngineConfig {
+            port: 0,
+            ..EngineConfig::default()
+        },
+        Box::new(SimulatorFeed::new("empty", 1, 1.0).unwrap()),
+    )
+    .await
+    .unwrap();
+    let away = AwayMode::default();
+    assert!(!away.is_on());
+    let tasks = alerts.spawn(engine.snapshots(), away.clone());
+    assert!(wait_until_async(LIMIT, || away.is_on()).await);
+    tasks.shutdown().await;
+    engine.shutdown().await;
+}
