@@ -471,6 +471,17 @@ mod tests {
     }
 
     #[test]
+    fn hostile_files_are_refused_without_reading_them_whole() {
+        let huge = format!("# {}\n", "x".repeat(200_000));
+        let e = load(&[], Some(&huge)).unwrap_err();
+        assert!(matches!(e, ConfigError::TooLarge { .. }), "{e}");
+        let e = load(&[], Some("alert_webhook = [1, 2]")).unwrap_err();
+        assert!(matches!(e, ConfigError::ParseFile { .. }), "{e}");
+        let e = load(&[], Some("\u{0}\u{1}garbage = = =")).unwrap_err();
+        assert!(matches!(e, ConfigError::ParseFile { .. }), "{e}");
+    }
+
+    #[test]
     fn the_schedule_is_read_from_the_file() {
         let c = load(
             &[],
