@@ -2,12 +2,15 @@
 //!
 //! With no arguments it runs the engine on the simulator's `demo` scene, so a fresh install shows
 //! something useful without hardware. Exit codes: 0 after a clean shutdown, 1 when the engine or
-//! a report cannot run (the message says why), 2 for bad command-line usage.
+//! a report cannot run, `alert test` gets no 2xx or `away` cannot reach the agent (the message says
+//! why), 2 for bad command-line usage.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use local_agent::alerts::cli::{self as alerts_cli, AwayCommand, TestResult};
+use local_agent::alerts::{Alerts, AlertsError, AwayMode};
 use local_agent::engine::report;
 use local_agent::engine::source::{self, FrameFeed, ReplayFeed, SimulatorFeed};
 use local_agent::engine::{DEFAULT_PORT, Engine, EngineConfig, PORT_ENV};
@@ -34,6 +37,35 @@ enum Command {
     Run(RunArgs),
     /// Process a recording offline, as fast as possible, and print per-window estimates.
     Replay(ReplayArgs),
+    /// Away Alerts: `alert test` sends a test alert to the configured address now.
+    Alert {
+        #[command(subcommand)]
+        command: AlertCommand,
+    },
+    /// Switch away mode of the running agent on or off, or show it.
+    Away(AwayArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum AlertCommand {
+    /// Queue a `test` alert and make one delivery attempt now; exit 0 only on a 2xx reply.
+    Test,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AwayArg {
+    On,
+    Off,
+    Status,
+}
+
+#[derive(Debug, clap::Args)]
+struct AwayArgs {
+    #[arg(value_enum)]
+    state: AwayArg,
+    /// The running agent's hub port (its control route is loopback-only).
+    #[arg(long, env = alerts_cli::CONTROL_PORT_ENV, default_value_t = alerts_cli::DEFAULT_CONTROL_PORT)]
+    port: u16,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -100,6 +132,12 @@ enum CliError {
     Runtime(#[source] std::io::Error),
     #[error("cannot write the report: {0}")]
     Output(String),
+    #[error(transparent)]
+    Alerts(#[from] AlertsError),
+    #[error("{0}")]
+    AlertNotDelivered(String),
+    #[error(transparent)]
+    Control(#[from] alerts_cli::ControlError),
 }
 
 fn main() -> ExitCode {
@@ -109,6 +147,10 @@ fn main() -> ExitCode {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
         Some(Command::Replay(args)) => replay(&args),
+        Some(Command::Alert {
+            command: AlertCommand::Test,
+        }) => alert_test(),
+        Some(Command::Away(args)) => away(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -148,6 +190,8 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(CliError::Runtime)?;
+    // Before binding anything: a bad alert address or CA file is a startup error.
+    let alerts = Alerts::from_env()?;
     runtime.block_on(async move {
         let config = EngineConfig {
             port: args.port,
@@ -156,8 +200,11 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         };
         let engine = Engine::start(config, feed).await?;
         println!("local-agent engine on http://{}", engine.local_addr());
+        let away = AwayMode::default();
+        let alert_tasks = alerts.spawn(engine.snapshots(), away);
         shutdown_signal().await;
         tracing::info!("shutting down");
+        alert_tasks.shutdown().await;
         engine.shutdown().await;
         Ok(())
     })
@@ -205,5 +252,47 @@ fn replay(args: &ReplayArgs) -> Result<(), CliError> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{text}").map_err(|e| CliError::Output(e.to_string()))?;
+    Ok(())
+}
+
+fn small_runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)
+}
+
+fn alert_test() -> Result<(), CliError> {
+    match small_runtime()?.block_on(alerts_cli::alert_test())? {
+        TestResult::Delivered {
+            id,
+            address,
+            status,
+        } => {
+            println!("test alert {id} delivered to {address}: receiver answered {status}");
+            Ok(())
+        }
+        TestResult::NotDelivered {
+            id,
+            address,
+            reason,
+            outbox,
+        } => Err(CliError::AlertNotDelivered(format!(
+            "test alert {id} not delivered to {address}: {reason}. It stays queued in {outbox}; a running agent retries it."
+        ))),
+        TestResult::NoAddress { id, hint } => Err(CliError::AlertNotDelivered(format!(
+            "no alert address is configured, so test alert {id} was only kept in the local alert log: {hint}"
+        ))),
+    }
+}
+
+fn away(args: &AwayArgs) -> Result<(), CliError> {
+    let command = match args.state {
+        AwayArg::On => AwayCommand::On,
+        AwayArg::Off => AwayCommand::Off,
+        AwayArg::Status => AwayCommand::Status,
+    };
+    let on = small_runtime()?.block_on(alerts_cli::away(args.port, command))?;
+    println!("away mode is {}", if on { "on" } else { "off" });
     Ok(())
 }

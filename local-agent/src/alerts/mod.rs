@@ -4,6 +4,22 @@
 //! [`NewAlert`] (with its id, which becomes the `Idempotency-Key`) and hand it over. The durable
 //! outbox and HTTPS sender implement the sink; until one is configured, [`LogSink`] records the
 //! alert in the log so nothing is raised silently.
+//!
+//! - [`config`]: address, extra CA, away schedule (environment, then the TOML config file).
+//! - [`outbox`]: the SQLite outbox (`<data dir>/alerts.db`), the retry schedule, the alert log.
+//! - [`sender`]: the HTTPS sender (reqwest + rustls) and its loop.
+//! - [`rules`], [`schedule`]: `presence_while_away` and the away-mode schedule (pure).
+//! - [`service`]: startup inside `local-agent run`; [`cli`]: `alert test`, `away on|off|status`.
+
+pub mod cli;
+pub mod config;
+pub mod outbox;
+pub mod rules;
+pub mod schedule;
+pub mod sender;
+pub mod service;
+
+pub use service::{Alerts, AlertsError, AlertsTasks};
 
 use std::fmt;
 
