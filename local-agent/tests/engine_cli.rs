@@ -15,6 +15,9 @@ fn run_to_end(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .env_remove("SERVICE_ENGINE_PORT")
+        // The hub starts with `run` too; free ports keep parallel tests apart.
+        .env("SERVICE_SENTINEL_PORT", "0")
+        .env("SERVICE_CSI_PORT", "0")
         .env("RUST_LOG", "warn")
         .output()
         .expect("the binary runs")
@@ -109,6 +112,8 @@ async fn service_engine_port_is_honoured_and_sigterm_stops_cleanly() {
     // No arguments at all: `local-agent` is `local-agent run` on the demo scene.
     let mut child = Command::new(BIN)
         .env("SERVICE_ENGINE_PORT", port.to_string())
+        .env("SERVICE_SENTINEL_PORT", "0")
+        .env("SERVICE_CSI_PORT", "0")
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -5,6 +5,8 @@
 //! outbox and HTTPS sender implement the sink; until one is configured, [`LogSink`] records the
 //! alert in the log so nothing is raised silently.
 
+pub mod memory;
+
 use std::fmt;
 
 use rand::RngCore;
