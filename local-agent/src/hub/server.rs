@@ -27,7 +27,7 @@ use tokio::sync::{Semaphore, watch};
 use super::auth::{Caller, Refusal, TokenRule, UdpTrust};
 use super::ingest::Ingest;
 use super::ingest_ws;
-use super::registry::{CountersView, NodeView, Registry};
+use super::registry::{Counters, CountersView, NodeView, Registry};
 use crate::alerts::{AlertLog, AlertView, AwayMode};
 use crate::engine::host_guard;
 use crate::engine::records::ErrorBody;
@@ -229,7 +229,15 @@ async fn route(
     state: &Arc<HubState>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Response<Full<Bytes>>, HubApiError> {
-    let caller = state.rule.check(peer.ip(), req.headers())?;
+    let caller = match state.rule.check(peer.ip(), req.headers()) {
+        Ok(caller) => caller,
+        Err(refusal) => {
+            if req.uri().path() == "/ingest" {
+                Counters::bump(&state.registry.counters.unauthorized);
+            }
+            return Err(refusal.into());
+        }
+    };
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     let has_body = !req.body().is_end_stream();

@@ -147,9 +147,14 @@ pub struct Contract {
 
 impl Contract {
     pub fn load() -> Self {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json");
-        let text = std::fs::read_to_string(path).expect("openapi.json is readable");
-        let doc: Value = serde_json::from_str(&text).expect("openapi.json is JSON");
+        Self::load_file("openapi.json")
+    }
+
+    /// Loads another OpenAPI document of the crate (`hub-openapi.json`).
+    pub fn load_file(file: &str) -> Self {
+        let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).expect("the OpenAPI document is readable");
+        let doc: Value = serde_json::from_str(&text).expect("the OpenAPI document is JSON");
         assert_eq!(doc["openapi"], "3.1.0");
         Self { doc }
     }
