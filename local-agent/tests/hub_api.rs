@@ -258,3 +258,36 @@ async fn run_source_hub_feeds_the_engine_from_nodes_and_the_away_cli_route_works
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_websockets_are_capped_and_a_freed_slot_is_reused() {
+    use tokio_tungstenite::tungstenite::Error as WsError;
+    let rig = Rig::start(RigOptions {
+        engine: false,
+        ..RigOptions::default()
+    })
+    .await;
+    let mut open = Vec::new();
+    for _ in 0..local_agent::hub::ingest_ws::MAX_CONNECTIONS {
+        let (ws, _) = tokio_tungstenite::connect_async(rig.ws_url())
+            .await
+            .expect("within the cap");
+        open.push(ws);
+    }
+    match tokio_tungstenite::connect_async(rig.ws_url()).await {
+        Err(WsError::Http(response)) => assert_eq!(response.status(), 503),
+        other => panic!(
+            "the 65th WebSocket was not refused: {:?}",
+            other.map(|_| ())
+        ),
+    }
+    let mut first = open.remove(0);
+    first.close(None).await.expect("close");
+    drop(first);
+    wait_for("a freed slot", Duration::from_secs(10), || async {
+        tokio_tungstenite::connect_async(rig.ws_url()).await.ok()
+    })
+    .await;
+    drop(open);
+    rig.stop().await;
+}

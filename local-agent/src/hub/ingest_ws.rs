@@ -15,7 +15,7 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use tokio::sync::watch;
+use tokio::sync::{OwnedSemaphorePermit, watch};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
@@ -23,6 +23,13 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use super::ingest::{Ingest, MAX_TEXT_BYTES};
 use super::registry::{Counters, Transport};
+
+/// Most `/ingest` WebSockets open at once (one per node is the norm).
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// A node WebSocket with no message (not even a ping) for this long is closed: nodes send CSI
+/// at 1 Hz or more, so silence this long is a dead link holding a connection slot.
+pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Why an `/ingest` request is not a valid WebSocket handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -56,12 +63,15 @@ pub fn accept_key(headers: &HeaderMap) -> Result<String, HandshakeError> {
 pub fn upgrade(
     mut req: http::Request<Incoming>,
     accept: String,
+    permit: OwnedSemaphorePermit,
     peer: SocketAddr,
     ingest: Arc<Ingest>,
     shutdown: watch::Receiver<bool>,
 ) -> Response<Full<Bytes>> {
     let on_upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
+        // Held for the connection's lifetime.
+        let _permit = permit;
         match on_upgrade.await {
             Ok(upgraded) => {
                 let config = WebSocketConfig::default()
@@ -100,7 +110,13 @@ async fn read_messages<S>(
     tracing::info!(%peer, "node connected over WebSocket");
     loop {
         let message = tokio::select! {
-            m = ws.next() => m,
+            m = tokio::time::timeout(IDLE_TIMEOUT, ws.next()) => match m {
+                Ok(m) => m,
+                Err(_) => {
+                    tracing::info!(%peer, idle_s = IDLE_TIMEOUT.as_secs(), "node WebSocket idle; closing");
+                    break;
+                }
+            },
             _ = shutdown.changed() => break,
         };
         let now = Instant::now();

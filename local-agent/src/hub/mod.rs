@@ -176,6 +176,7 @@ impl Hub {
             away: deps.away,
             started,
             port: addr.port(),
+            ws_permits: Arc::new(tokio::sync::Semaphore::new(ingest_ws::MAX_CONNECTIONS)),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let tasks = vec![

@@ -134,6 +134,9 @@ pub struct HubState {
     pub started: Instant,
     /// The bound port (the only port a control request's `Host` may name).
     pub port: u16,
+    /// One permit per open `/ingest` WebSocket: upgraded connections leave hyper's connection
+    /// limit, so they need their own.
+    pub ws_permits: Arc<Semaphore>,
 }
 
 /// Parses `hours` from the query: an integer 1..=720, default 24.
@@ -301,6 +304,13 @@ async fn route(
             }
             let accept = ingest_ws::accept_key(req.headers())
                 .map_err(|e| HubApiError::BadRequest(e.to_string()))?;
+            let permit = Arc::clone(&state.ws_permits)
+                .try_acquire_owned()
+                .map_err(|_| {
+                    HubApiError::Unavailable(
+                        "too many node WebSocket connections are open; close idle ones".into(),
+                    )
+                })?;
             if caller == Caller::Token {
                 // The peer proved the token over TCP: trust its address for UDP too.
                 state.trust.grant(peer.ip(), Instant::now());
@@ -308,6 +318,7 @@ async fn route(
             Ok(ingest_ws::upgrade(
                 req,
                 accept,
+                permit,
                 peer,
                 Arc::clone(&state.ingest),
                 shutdown,
