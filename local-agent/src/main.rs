@@ -226,22 +226,35 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             sink,
             registry,
         };
-        let hub = Hub::start(hub_config, deps).await?;
+        let hub = match Hub::start(hub_config, deps).await {
+            Ok(hub) => Some(hub),
+            // Without --source hub the hub is an extra; a taken port (another agent, RuView's
+            // server on 5005) must not stop the engine from running on the simulator.
+            Err(e) if args.source != SourceArg::Hub => {
+                tracing::warn!(error = %e, "the sensor hub is not running; the engine runs without it");
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
         let engine = Engine::start(config, feed).await?;
         println!("local-agent engine on http://{}", engine.local_addr());
-        println!(
-            "local-agent hub on http://{} (UDP ingest on {}){}",
-            hub.local_addr(),
-            hub.udp_addr(),
-            if args.source == SourceArg::Hub {
-                ""
-            } else {
-                "; node frames are not fed to the pipeline (use --source hub)"
-            }
-        );
+        if let Some(hub) = &hub {
+            println!(
+                "local-agent hub on http://{} (UDP ingest on {}){}",
+                hub.local_addr(),
+                hub.udp_addr(),
+                if args.source == SourceArg::Hub {
+                    ""
+                } else {
+                    "; node frames are not fed to the pipeline (use --source hub)"
+                }
+            );
+        }
         shutdown_signal().await;
         tracing::info!("shutting down");
-        hub.shutdown().await;
+        if let Some(hub) = hub {
+            hub.shutdown().await;
+        }
         engine.shutdown().await;
         Ok(())
     })

@@ -291,3 +291,61 @@ async fn node_websockets_are_capped_and_a_freed_slot_is_reused() {
     drop(open);
     rig.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_hub_port_stops_source_hub_but_not_the_simulator() {
+    let taken = std::net::TcpListener::bind("0.0.0.0:0").expect("bind");
+    let hub_port = taken.local_addr().expect("addr").port();
+    let out = tokio::task::block_in_place(|| {
+        Command::new(BIN)
+            .args(["run", "--source", "hub", "--port", "0", "--csi-port", "0"])
+            .args(["--hub-port", &hub_port.to_string()])
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("runs")
+    });
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("already in use") && stderr.contains(&hub_port.to_string()),
+        "{stderr}"
+    );
+
+    let engine_port = free_port();
+    let mut child = Command::new(BIN)
+        .args(["run", "--port", &engine_port.to_string(), "--csi-port", "0"])
+        .args(["--hub-port", &hub_port.to_string()])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let engine = SocketAddr::from(([127, 0, 0, 1], engine_port));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let health = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            panic!("the agent exited: {status}");
+        }
+        if let Ok(reply) = raw(
+            engine,
+            &format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{engine_port}"),
+        )
+        .await
+            && reply.status == 200
+        {
+            break reply;
+        }
+        assert!(Instant::now() < deadline, "the engine never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(health.json()["source"], "simulator");
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while child.try_wait().expect("try_wait").is_none() {
+        assert!(Instant::now() < deadline, "no exit after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(taken);
+}
