@@ -216,6 +216,47 @@ async fn websocket_text_lines_register_an_esp32_csi_tool_node() {
     rig.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_esp_csi_lines_are_sent_as_text_and_measured_at_their_rate() {
+    // No esp-csi serial capture ships in the shared data, so write one: 250 classic 25-field
+    // lines, 20 ms apart on the node's µs clock (50 Hz).
+    let dir = std::env::temp_dir().join(format!("hub-esp-csi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("serial.txt");
+    let mut text = String::from("I (312) wifi: boot message the hub ignores\n");
+    for i in 0..250_u64 {
+        let data: Vec<String> = (0..128).map(|k| ((k * 3 + i) % 40).to_string()).collect();
+        text.push_str(&format!(
+            "CSI_DATA,{i},AA:BB:cc:dd:ee:01,-61,11,1,4,0,0,0,1,0,0,0,-94,0,6,0,{},0,60,0,128,0,\"[{}]\"\n",
+            1_500_000 + i * 20_000,
+            data.join(",")
+        ));
+    }
+    std::fs::write(&file, text).expect("write");
+    let rig = Rig::start(RigOptions::default()).await;
+    let emulation = emulate(file, Target::Ws(rig.ws_url()), 1.0, None);
+    let node = wait_for("150 esp-csi lines", STREAM_TIMEOUT, || async {
+        rig.node("node-aa:bb:cc:dd:ee:01")
+            .await
+            .filter(|n| n["frames"].as_u64() >= Some(150))
+    })
+    .await;
+    assert_eq!(node["transport"], "websocket");
+    assert_eq!(node["format"], "esp-csi");
+    assert_eq!(node["rssi_dbm"], -61);
+    let rate = node["rate_hz"].as_f64().expect("rate");
+    eprintln!("esp-csi over WebSocket: measured {rate} Hz, recording 50 Hz");
+    assert!(
+        within(rate, 50.0, 0.15),
+        "measured {rate} Hz, recording 50 Hz"
+    );
+    let stats = emulation.finish();
+    assert_eq!(stats.sent, 250);
+    assert_eq!(stats.skipped, 1, "the boot line is not sent");
+    let _ = std::fs::remove_dir_all(&dir);
+    rig.stop().await;
+}
+
 fn counter(health: &Value, name: &str) -> u64 {
     health["ingest"][name].as_u64().unwrap_or(0)
 }

@@ -36,6 +36,9 @@ use crate::engine::server::Limits;
 /// Largest body of a control request.
 const MAX_CONTROL_BODY: usize = 1024;
 
+/// Time allowed for a control request's body to arrive.
+const CONTROL_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Typed refusals of the hub API, each one status and `{"error", "detail"}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HubApiError {
@@ -380,15 +383,25 @@ async fn read_away(req: Request<Incoming>) -> Result<bool, HubApiError> {
             "control bodies are at most {MAX_CONTROL_BODY} bytes"
         )));
     }
-    let body = Limited::new(req.into_body(), MAX_CONTROL_BODY)
-        .collect()
-        .await
-        .map_err(|_| {
-            HubApiError::PayloadTooLarge(format!(
-                "control bodies are at most {MAX_CONTROL_BODY} bytes"
-            ))
-        })?
-        .to_bytes();
+    // The header timeout does not cover the body: bound it too, so a client that never
+    // finishes its body cannot hold a connection.
+    let body = tokio::time::timeout(
+        CONTROL_BODY_TIMEOUT,
+        Limited::new(req.into_body(), MAX_CONTROL_BODY).collect(),
+    )
+    .await
+    .map_err(|_| {
+        HubApiError::BadRequest(format!(
+            "the body did not arrive within {} s",
+            CONTROL_BODY_TIMEOUT.as_secs()
+        ))
+    })?
+    .map_err(|_| {
+        HubApiError::PayloadTooLarge(format!(
+            "control bodies are at most {MAX_CONTROL_BODY} bytes"
+        ))
+    })?
+    .to_bytes();
     let parsed: AwayRequest = serde_json::from_slice(&body).map_err(|e| {
         HubApiError::BadRequest(format!(
             "body must be {{\"on\": true|false}}: {}",
