@@ -155,12 +155,32 @@ fn main() {
         let pipeline = snapshots.borrow().estimates.frames;
         let counters = registry.counters.view();
         let send_s = seconds;
-        println!("offered      {sent} frames in {send_s:.1} s ({:.0} frames/s), {nodes} nodes", sent as f64 / send_s);
-        println!("accepted     {accepted} ({:.0} frames/s; {:.2} % of offered)", accepted as f64 / send_s, 100.0 * accepted as f64 / sent.max(1) as f64);
-        println!("pipeline     {pipeline} frames processed");
-        println!("dropped      {dropped} by the hub (rate cap {} / queue full {}); {} lost before the hub (socket buffer)", counters.rate_limited, counters.queue_full, sent.saturating_sub(accepted + dropped));
-        println!("hub CPU      {cpu:.2} s over {wall:.1} s wall = {:.2} cores", cpu / wall);
-        println!("per frame    {:.2} µs CPU (ingest + pipeline) → ≈ {:.0} frames/s on one core", 1e6 * cpu / accepted.max(1) as f64, accepted as f64 / cpu);
+        let lost = sent.saturating_sub(accepted + counters.rate_limited);
+        println!(
+            "offered      {sent} frames in {send_s:.1} s ({:.0} frames/s), {nodes} nodes",
+            sent as f64 / send_s
+        );
+        println!(
+            "admitted     {accepted} by the hub (sender allowed, decoded, under the node's rate cap)"
+        );
+        println!(
+            "processed    {pipeline} by the pipeline ({:.0} frames/s; {:.2} % of offered)",
+            pipeline as f64 / send_s,
+            100.0 * pipeline as f64 / sent.max(1) as f64
+        );
+        println!(
+            "dropped      {dropped} by the hub (rate cap {} / pipeline queue full {}); {lost} lost in the kernel (socket buffer)",
+            counters.rate_limited, counters.queue_full
+        );
+        println!(
+            "hub CPU      {cpu:.2} s over {wall:.1} s wall = {:.2} cores (ingest + pipeline + HTTP; generator excluded)",
+            cpu / wall
+        );
+        println!(
+            "per frame    {:.2} µs CPU per processed frame → ≈ {:.0} frames/s on one core",
+            1e6 * cpu / pipeline.max(1) as f64,
+            pipeline as f64 / cpu
+        );
         hub.shutdown().await;
         engine.shutdown().await;
     });
