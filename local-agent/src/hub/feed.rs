@@ -59,6 +59,14 @@ pub fn channel(registry: Arc<Registry>) -> (FrameSink, HubFeed) {
     (FrameSink { tx }, HubFeed { rx, registry })
 }
 
+impl HubFeed {
+    /// Takes one queued frame without waiting (for tests of the ingest path).
+    #[cfg(test)]
+    pub(crate) fn try_recv_for_test(&self) -> Option<CsiFrame> {
+        self.rx.try_recv().ok()
+    }
+}
+
 impl FrameFeed for HubFeed {
     fn kind(&self) -> SourceKind {
         SourceKind::Hub

@@ -149,3 +149,82 @@ impl Ingest {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::hub::feed;
+    use crate::hub::registry::RegistryConfig;
+    use crate::sensing::csi::RawCsiPacket;
+
+    fn outcomes(registry: &Registry) -> u64 {
+        let c = &registry.counters;
+        let frames: u64 = registry.view().iter().map(|n| n.frames).sum();
+        frames
+            + c.rate_limited.load(Ordering::Relaxed)
+            + c.too_many_nodes.load(Ordering::Relaxed)
+            + c.oversized.load(Ordering::Relaxed)
+            + c.malformed.load(Ordering::Relaxed)
+            + c.ignored.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn every_input_has_exactly_one_outcome_and_frames_carry_the_node_id() {
+        let registry = Arc::new(Registry::new(RegistryConfig::default()));
+        let (sink, feed) = feed::channel(Arc::clone(&registry));
+        let ingest = Ingest::new(
+            Arc::clone(&registry),
+            Arc::new(UdpTrust::new(Vec::new())),
+            Some(sink),
+        );
+        let peer: IpAddr = "192.0.2.7".parse().unwrap();
+        let now = Instant::now();
+        let raw = RawCsiPacket {
+            node_id: 3,
+            n_antennas: 1,
+            n_subcarriers: 4,
+            freq_mhz: 2437,
+            sequence: 1,
+            rssi: -40,
+            noise_floor: -90,
+            reserved: [0, 0],
+            buffer: vec![1, 2, 3, 4, 5, 6, 7, 8],
+        }
+        .to_bytes();
+        let mut vitals = 0xC511_0002_u32.to_le_bytes().to_vec();
+        vitals.resize(32, 0);
+        let inputs: Vec<Vec<u8>> = vec![
+            raw.clone(),
+            raw[..10].to_vec(),
+            vec![],
+            vec![0xAB; 5000],
+            vitals,
+            0xDEAD_BEEF_u32.to_le_bytes().to_vec(),
+        ];
+        for (i, input) in inputs.iter().enumerate() {
+            ingest.datagram(input, peer, Transport::Udp, now);
+            assert_eq!(outcomes(&registry), i as u64 + 1, "datagram {i}");
+        }
+        let base = outcomes(&registry);
+        let lines = [
+            "CSI_DATA,1,aa:bb:cc:dd:ee:ff,-50,11,1,0,0,0,0,0,0,0,0,-90,0,6,0,1000,0,0,0,8,1,\"[1,2,3,4,5,6,7,8]\"",
+            "I (312) boot: not CSI",
+            "{\"type\":\"raw_csi\"}",
+            "CSI_DATA,garbage",
+        ];
+        for (i, line) in lines.iter().enumerate() {
+            ingest.line(line, peer, now);
+            assert_eq!(outcomes(&registry), base + i as u64 + 1, "line {i}");
+        }
+        let ids: Vec<String> = registry.view().into_iter().map(|n| n.id).collect();
+        assert_eq!(ids, ["node-3", "node-aa:bb:cc:dd:ee:ff"]);
+        // The forwarded frames carry the hub's node id, so the pipeline keeps nodes apart.
+        drop(ingest);
+        let queued: Vec<String> = std::iter::from_fn(|| feed.try_recv_for_test())
+            .map(|f| f.node_id)
+            .collect();
+        assert_eq!(queued, ["node-3", "node-aa:bb:cc:dd:ee:ff"]);
+    }
+}
