@@ -105,6 +105,14 @@ async fn udp_recording_reaches_the_engine_at_its_rate_and_goes_offline_with_one_
     let health = rig.json("/health").await;
     contract.check("HubHealth", &health);
     assert_eq!(health["nodes_online"], 1);
+    // The engine's own /health carries the hub's fleet.
+    let engine = rig.engine.as_ref().expect("engine").local_addr();
+    let engine_health = engine_support::get(engine, "/health").await.json();
+    assert_eq!(engine_health["source"], "hub");
+    assert_eq!(
+        engine_health["fleet"],
+        serde_json::json!({"nodes_online": 1, "nodes_total": 1})
+    );
     assert_eq!(health["feeding_pipeline"], true);
 
     // Silence: the node goes offline, the engine drops csi_connected, one alert is raised.
