@@ -349,3 +349,34 @@ async fn a_taken_hub_port_stops_source_hub_but_not_the_simulator() {
     }
     drop(taken);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_pages_on_this_computer_cannot_read_the_hub() {
+    let contract = Contract::load_file("hub-openapi.json");
+    let rig = Rig::start(RigOptions {
+        engine: false,
+        ..RigOptions::default()
+    })
+    .await;
+    let addr = rig.http();
+    let port = addr.port();
+    for head in [
+        // DNS rebinding: a page's own name resolving to 127.0.0.1.
+        format!("GET /nodes HTTP/1.1\r\nHost: evil.example:{port}"),
+        format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://evil.example"),
+        format!("GET /alerts HTTP/1.1\r\nHost: localhost:{port}\r\nReferer: http://evil.example/"),
+    ] {
+        let reply = raw(addr, &head).await.expect("reply");
+        assert_eq!(reply.status, 403, "{head}");
+        let body = reply.json();
+        contract.check("Error", &body);
+        assert_eq!(body["error"], "forbidden");
+    }
+    for host in ["127.0.0.1", "localhost"] {
+        let reply = raw(addr, &format!("GET /nodes HTTP/1.1\r\nHost: {host}:{port}"))
+            .await
+            .expect("reply");
+        assert_eq!(reply.status, 200, "{host}");
+    }
+    rig.stop().await;
+}

@@ -2,10 +2,9 @@
 //! `/alerts`, the WebSocket `/ingest`, and the loopback-only `/control/away`.
 //!
 //! Every request passes the token rule first (loopback trusted, remote needs
-//! `X-Service-Token`), so a refused caller learns nothing else. Control routes additionally
-//! require a loopback peer and pass the engine's browser guard (no `Origin`/`Referer`, a
-//! loopback `Host`), because a web page in the user's browser is also a loopback peer and must
-//! not be able to switch away mode off.
+//! `X-Service-Token`), so a refused caller learns nothing else. Loopback callers also pass the
+//! engine's browser guard (no `Origin`/`Referer`, a loopback `Host`), because a web page in the
+//! user's browser is a loopback peer too. Control routes answer loopback callers only.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -244,6 +243,13 @@ async fn route(
             return Err(refusal.into());
         }
     };
+    // A web page in the user's browser is a loopback peer too. Like the engine, refuse
+    // anything carrying Origin/Referer or naming a non-loopback Host (DNS rebinding), so pages
+    // can neither read the node list nor switch away mode. Token callers are other machines.
+    if caller == Caller::Local {
+        host_guard::check(req.headers(), req.uri(), state.port)
+            .map_err(|e| HubApiError::Forbidden(e.to_string()))?;
+    }
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     let has_body = !req.body().is_end_stream();
@@ -333,8 +339,6 @@ async fn route(
                     "control routes answer only callers on this computer".into(),
                 ));
             }
-            host_guard::check(req.headers(), req.uri(), state.port)
-                .map_err(|e| HubApiError::Forbidden(e.to_string()))?;
             match method {
                 Method::GET => {
                     get_only("GET, POST")?;
