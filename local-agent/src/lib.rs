@@ -3,5 +3,6 @@
 
 pub mod alerts;
 pub mod engine;
+pub mod hub;
 pub mod sensing;
 pub mod store;

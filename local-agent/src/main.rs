@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use local_agent::alerts::cli::{self as alerts_cli, AwayCommand, TestResult};
@@ -14,6 +15,10 @@ use local_agent::alerts::{Alerts, AlertsError, AwayMode};
 use local_agent::engine::report;
 use local_agent::engine::source::{self, FrameFeed, ReplayFeed, SimulatorFeed};
 use local_agent::engine::{DEFAULT_PORT, Engine, EngineConfig, PORT_ENV};
+use local_agent::hub::auth::{TokenRule, parse_allow_list};
+use local_agent::hub::emulator::{self, EmulatorOptions};
+use local_agent::hub::registry::{Registry, RegistryConfig};
+use local_agent::hub::{self, Hub, HubConfig, HubDeps};
 use local_agent::sensing::pipeline::PipelineConfig;
 
 #[derive(Debug, Parser)]
@@ -37,6 +42,8 @@ enum Command {
     Run(RunArgs),
     /// Process a recording offline, as fast as possible, and print per-window estimates.
     Replay(ReplayArgs),
+    /// Play a recording as if it were an ESP32 node sending to a hub (for set-up and tests).
+    NodeEmulator(NodeEmulatorArgs),
     /// Away Alerts: `alert test` sends a test alert to the configured address now.
     Alert {
         #[command(subcommand)]
@@ -74,6 +81,8 @@ enum SourceArg {
     Simulator,
     /// A recorded CSI file (--file).
     Replay,
+    /// Live frames from sensor nodes through the hub (UDP and WebSocket ingest).
+    Hub,
 }
 
 #[derive(Debug, clap::Args)]
@@ -99,6 +108,35 @@ struct RunArgs {
     /// Port on 127.0.0.1.
     #[arg(long, env = PORT_ENV, default_value_t = DEFAULT_PORT)]
     port: u16,
+    /// Hub port (HTTP API and WebSocket ingest) on all interfaces.
+    #[arg(long, env = hub::PORT_ENV, default_value_t = hub::DEFAULT_PORT)]
+    hub_port: u16,
+    /// UDP ingest port on all interfaces.
+    #[arg(long, env = hub::CSI_PORT_ENV, default_value_t = hub::DEFAULT_CSI_PORT)]
+    csi_port: u16,
+    /// Non-loopback UDP senders to accept without a WebSocket token handshake:
+    /// comma-separated IPs and CIDRs.
+    #[arg(long, env = hub::ALLOW_ENV, default_value = "")]
+    csi_allow: String,
+}
+
+#[derive(Debug, clap::Args)]
+struct NodeEmulatorArgs {
+    /// The recording to play (esp-csi or ESP32-CSI-Tool lines, RuView JSONL, ESPectre .npz).
+    #[arg(long, value_name = "REC")]
+    file: PathBuf,
+    /// udp://HOST:PORT or ws://HOST:PORT/ingest.
+    #[arg(long, value_name = "URL")]
+    to: String,
+    /// Playback speed, × real time.
+    #[arg(long, default_value_t = 1.0)]
+    speed: f64,
+    /// Token for a remote hub (sent as X-Service-Token on the WebSocket handshake).
+    #[arg(long, env = hub::TOKEN_ENV, hide_env_values = true)]
+    token: Option<String>,
+    /// ADR-018 node id to send as (default: the recording's, else 1).
+    #[arg(long)]
+    node_id: Option<u8>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -138,6 +176,12 @@ enum CliError {
     AlertNotDelivered(String),
     #[error(transparent)]
     Control(#[from] alerts_cli::ControlError),
+    #[error(transparent)]
+    Hub(#[from] hub::HubError),
+    #[error(transparent)]
+    Allow(#[from] hub::auth::BadAllowEntry),
+    #[error(transparent)]
+    Emulator(#[from] emulator::EmulatorError),
 }
 
 fn main() -> ExitCode {
@@ -151,6 +195,7 @@ fn main() -> ExitCode {
             command: AlertCommand::Test,
         }) => alert_test(),
         Some(Command::Away(args)) => away(&args),
+        Some(Command::NodeEmulator(args)) => node_emulator(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -172,6 +217,8 @@ fn init_tracing() {
 }
 
 fn run(args: RunArgs) -> Result<(), CliError> {
+    let registry = Arc::new(Registry::new(RegistryConfig::default()));
+    let mut sink = None;
     let feed: Box<dyn FrameFeed> = match args.source {
         SourceArg::Simulator => {
             if args.fast {
@@ -184,7 +231,15 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             let speed = (!args.fast).then_some(args.speed);
             Box::new(ReplayFeed::open(file, speed)?)
         }
+        SourceArg::Hub => {
+            let (frames, feed) = hub::feed::channel(Arc::clone(&registry));
+            sink = Some(frames);
+            Box::new(feed)
+        }
     };
+    let allow = parse_allow_list(&args.csi_allow)?;
+    // Read from the environment only: a token on the command line is visible to every user.
+    let token = std::env::var(hub::TOKEN_ENV).ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -198,16 +253,74 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             pipeline: PipelineConfig::default(),
             ..EngineConfig::default()
         };
+        // The hub always runs (GET /alerts, the away-mode control route, node set-up); node
+        // frames reach the pipeline only with --source hub.
+        let hub_config = HubConfig {
+            port: args.hub_port,
+            csi_port: args.csi_port,
+            token: TokenRule::new(token.as_deref()),
+            allow,
+            ..HubConfig::default()
+        };
+        // One away switch for the hub's control route, the schedule and the alert rule.
+        let away = AwayMode::default();
+        let deps = HubDeps {
+            alerts: alerts.log(),
+            away: away.clone(),
+            sink,
+            registry,
+        };
+        let hub = match Hub::start(hub_config, deps).await {
+            Ok(hub) => Some(hub),
+            // Without --source hub the hub is an extra; a taken port (another agent, RuView's
+            // server on 5005) must not stop the engine from running on the simulator.
+            Err(e) if args.source != SourceArg::Hub => {
+                tracing::warn!(error = %e, "the sensor hub is not running; the engine runs without it");
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
         let engine = Engine::start(config, feed).await?;
         println!("local-agent engine on http://{}", engine.local_addr());
-        let away = AwayMode::default();
         let alert_tasks = alerts.spawn(engine.snapshots(), away);
+        if let Some(hub) = &hub {
+            println!(
+                "local-agent hub on http://{} (UDP ingest on {}){}",
+                hub.local_addr(),
+                hub.udp_addr(),
+                if args.source == SourceArg::Hub {
+                    ""
+                } else {
+                    "; node frames are not fed to the pipeline (use --source hub)"
+                }
+            );
+        }
         shutdown_signal().await;
         tracing::info!("shutting down");
+        if let Some(hub) = hub {
+            hub.shutdown().await;
+        }
         alert_tasks.shutdown().await;
         engine.shutdown().await;
         Ok(())
     })
+}
+
+fn node_emulator(args: &NodeEmulatorArgs) -> Result<(), CliError> {
+    let options = EmulatorOptions {
+        file: args.file.clone(),
+        target: emulator::parse_target(&args.to)?,
+        speed: Some(args.speed),
+        token: args.token.clone(),
+        node_id: args.node_id,
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let stats = emulator::run(&options, &stop)?;
+    println!(
+        "sent {} messages ({} records skipped)",
+        stats.sent, stats.skipped
+    );
+    Ok(())
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -12,9 +12,12 @@ use engine_support::{Contract, raw};
 const BIN: &str = env!("CARGO_BIN_EXE_local-agent");
 
 fn run_to_end(args: &[&str]) -> Output {
-    Command::new(BIN)
+    engine_support::agent_command(BIN)
         .args(args)
         .env_remove("SERVICE_ENGINE_PORT")
+        // The hub starts with `run` too; free ports keep parallel tests apart.
+        .env("SERVICE_SENTINEL_PORT", "0")
+        .env("SERVICE_CSI_PORT", "0")
         .env("RUST_LOG", "warn")
         .output()
         .expect("the binary runs")
@@ -107,8 +110,10 @@ async fn service_engine_port_is_honoured_and_sigterm_stops_cleanly() {
     let contract = Contract::load();
     let port = free_port();
     // No arguments at all: `local-agent` is `local-agent run` on the demo scene.
-    let mut child = Command::new(BIN)
+    let mut child = engine_support::agent_command(BIN)
         .env("SERVICE_ENGINE_PORT", port.to_string())
+        .env("SERVICE_SENTINEL_PORT", "0")
+        .env("SERVICE_CSI_PORT", "0")
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -21,6 +21,8 @@ pub mod service;
 
 pub use service::{Alerts, AlertsError, AlertsTasks};
 
+pub mod memory;
+
 use std::fmt;
 
 use rand::RngCore;

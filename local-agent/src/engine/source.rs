@@ -245,11 +245,18 @@ impl Pacer {
 
     /// Waits until the frame stamped `t_s` is due.
     pub fn wait(&mut self, t_s: f64, out: &FeedSender) -> Result<(), Stopped> {
-        let Some(speed) = self.speed else {
-            return Ok(());
-        };
+        match self.due(t_s) {
+            Some(due) => out.sleep_until(due),
+            None => Ok(()),
+        }
+    }
+
+    /// When the frame stamped `t_s` is due; `None` means now (no pacing, or no usable time).
+    /// For callers that sleep their own way (the node emulator).
+    pub fn due(&mut self, t_s: f64) -> Option<Instant> {
+        let speed = self.speed?;
         if !t_s.is_finite() {
-            return Ok(());
+            return None;
         }
         let (start, t0) = match self.origin {
             Some((start, t0)) => {
@@ -269,8 +276,7 @@ impl Pacer {
                 origin
             }
         };
-        let due = start + Duration::from_secs_f64(((t_s - t0) / speed).max(0.0));
-        out.sleep_until(due)
+        Some(start + Duration::from_secs_f64(((t_s - t0) / speed).max(0.0)))
     }
 }
 

@@ -147,9 +147,14 @@ pub struct Contract {
 
 impl Contract {
     pub fn load() -> Self {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json");
-        let text = std::fs::read_to_string(path).expect("openapi.json is readable");
-        let doc: Value = serde_json::from_str(&text).expect("openapi.json is JSON");
+        Self::load_file("openapi.json")
+    }
+
+    /// Loads another OpenAPI document of the crate (`hub-openapi.json`).
+    pub fn load_file(file: &str) -> Self {
+        let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).expect("the OpenAPI document is readable");
+        let doc: Value = serde_json::from_str(&text).expect("the OpenAPI document is JSON");
         assert_eq!(doc["openapi"], "3.1.0");
         Self { doc }
     }
@@ -206,4 +211,28 @@ pub fn csi_data(relative: &str) -> std::path::PathBuf {
         path.display()
     );
     path
+}
+
+/// The built binary with a private data directory and an empty config file in a fresh temp
+/// directory, and no inherited alert settings: a test never reads the user's configuration or
+/// writes into their data directory.
+#[allow(dead_code)]
+pub fn agent_command(bin: &str) -> std::process::Command {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "local-agent-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let config = dir.join("config.toml");
+    std::fs::write(&config, "# empty: everything comes from the environment\n").expect("config");
+    let mut cmd = std::process::Command::new(bin);
+    for var in ["SERVICE_ALERT_WEBHOOK", "SERVICE_ALERT_CA"] {
+        cmd.env_remove(var);
+    }
+    cmd.env("SERVICE_DATA_DIR", dir.join("data"))
+        .env("SERVICE_CONFIG", config);
+    cmd
 }

@@ -1,0 +1,230 @@
+//! What both transports share: size limits, decoding, registration and forwarding of one
+//! packet or line. Every outcome is counted; nothing here can panic on input or block.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::auth::{UdpTrust, canonical};
+use super::feed::{FrameSink, Rejected};
+use super::registry::{Admission, Arrival, Counters, Registry, Transport};
+use crate::sensing::csi::{
+    CsiFrame, Datagram, MAX_LINE_BYTES, Record, WireFormat, decode_datagram, parse_text_line,
+};
+
+/// Largest UDP datagram or WebSocket binary message accepted. The largest ADR-018 raw frame is
+/// a 20-byte header plus a 2,048-byte buffer; anything bigger is not a frame.
+pub const MAX_DATAGRAM_BYTES: usize = 4096;
+
+/// Largest WebSocket text message (one esp-csi or ESP32-CSI-Tool line).
+pub const MAX_TEXT_BYTES: usize = MAX_LINE_BYTES;
+
+/// Shared ingest state.
+#[derive(Debug)]
+pub struct Ingest {
+    pub registry: Arc<Registry>,
+    pub trust: Arc<UdpTrust>,
+    /// `None` when the engine runs another source: nodes are still registered, frames are
+    /// counted as `not_fed`.
+    sink: Option<FrameSink>,
+    /// Zero of the arrival clock that stamps ADR-018 frames (they carry no capture time).
+    epoch: Instant,
+}
+
+impl Ingest {
+    pub fn new(registry: Arc<Registry>, trust: Arc<UdpTrust>, sink: Option<FrameSink>) -> Self {
+        Self {
+            registry,
+            trust,
+            sink,
+            epoch: Instant::now(),
+        }
+    }
+
+    pub fn feeds_pipeline(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// One binary packet (UDP datagram or WebSocket binary message) from `peer`.
+    pub fn datagram(&self, bytes: &[u8], peer: IpAddr, transport: Transport, now: Instant) {
+        let c = &self.registry.counters;
+        if bytes.len() > MAX_DATAGRAM_BYTES {
+            Counters::bump(&c.oversized);
+            return;
+        }
+        let peer = canonical(peer);
+        match decode_datagram(bytes) {
+            Ok(Datagram::RawCsi(packet)) => {
+                let reported = packet.node_id.to_string();
+                let arrival = Arrival {
+                    addr: peer,
+                    transport,
+                    format: WireFormat::Adr018,
+                    reported_id: &reported,
+                    rssi_dbm: packet.rssi_dbm(),
+                };
+                if let Admission::Accepted { id } = self.registry.admit(arrival, now) {
+                    let t_s = now.saturating_duration_since(self.epoch).as_secs_f64();
+                    match packet.to_parsed(t_s) {
+                        Ok(parsed) => self.forward(id, parsed.frame),
+                        Err(e) => {
+                            tracing::debug!(%peer, reason = e.reason(), "raw CSI packet unusable");
+                            Counters::bump(&c.malformed);
+                        }
+                    }
+                }
+            }
+            // Feature state carries no CSI: it keeps the node registered and online, nothing more.
+            Ok(Datagram::FeatureState(state)) => {
+                let reported = state.node_id.to_string();
+                let arrival = Arrival {
+                    addr: peer,
+                    transport,
+                    format: WireFormat::Adr018,
+                    reported_id: &reported,
+                    rssi_dbm: None,
+                };
+                let _ = self.registry.admit(arrival, now);
+            }
+            Ok(
+                Datagram::Vitals(_) | Datagram::NotDecoded { .. } | Datagram::UnknownMagic { .. },
+            ) => Counters::bump(&c.ignored),
+            Err(e) => {
+                tracing::debug!(%peer, reason = e.reason(), "malformed datagram");
+                Counters::bump(&c.malformed);
+            }
+        }
+    }
+
+    /// One text line (WebSocket text message): esp-csi `CSI_DATA` or ESP32-CSI-Tool CSV.
+    pub fn line(&self, text: &str, peer: IpAddr, now: Instant) {
+        let c = &self.registry.counters;
+        if text.len() > MAX_TEXT_BYTES {
+            Counters::bump(&c.oversized);
+            return;
+        }
+        let peer = canonical(peer);
+        // RuView JSONL is a recording format, not something a node sends.
+        if text.trim_start().starts_with('{') {
+            Counters::bump(&c.malformed);
+            return;
+        }
+        match parse_text_line(text) {
+            Ok(Record::Frame(parsed)) => {
+                let frame = parsed.frame;
+                let arrival = Arrival {
+                    addr: peer,
+                    transport: Transport::Websocket,
+                    format: frame.format,
+                    reported_id: &frame.node_id,
+                    rssi_dbm: frame.rssi_dbm,
+                };
+                if let Admission::Accepted { id } = self.registry.admit(arrival, now) {
+                    self.forward(id, frame);
+                }
+            }
+            // Boot messages and header rows that serial bridges forward with the data.
+            Ok(Record::Skipped(_)) => Counters::bump(&c.ignored),
+            Err(e) => {
+                tracing::debug!(%peer, reason = e.reason(), "malformed line");
+                Counters::bump(&c.malformed);
+            }
+        }
+    }
+
+    fn forward(&self, id: String, mut frame: CsiFrame) {
+        let c = &self.registry.counters;
+        let Some(sink) = &self.sink else {
+            Counters::bump(&c.not_fed);
+            return;
+        };
+        frame.node_id.clone_from(&id);
+        match sink.offer(frame) {
+            Ok(()) => {}
+            Err(Rejected::Full) => {
+                Counters::bump(&c.queue_full);
+                self.registry.count_dropped(&id);
+            }
+            Err(Rejected::Closed) => Counters::bump(&c.not_fed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::hub::feed;
+    use crate::hub::registry::RegistryConfig;
+    use crate::sensing::csi::RawCsiPacket;
+
+    fn outcomes(registry: &Registry) -> u64 {
+        let c = &registry.counters;
+        let frames: u64 = registry.view().iter().map(|n| n.frames).sum();
+        frames
+            + c.rate_limited.load(Ordering::Relaxed)
+            + c.too_many_nodes.load(Ordering::Relaxed)
+            + c.oversized.load(Ordering::Relaxed)
+            + c.malformed.load(Ordering::Relaxed)
+            + c.ignored.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn every_input_has_exactly_one_outcome_and_frames_carry_the_node_id() {
+        let registry = Arc::new(Registry::new(RegistryConfig::default()));
+        let (sink, feed) = feed::channel(Arc::clone(&registry));
+        let ingest = Ingest::new(
+            Arc::clone(&registry),
+            Arc::new(UdpTrust::new(Vec::new())),
+            Some(sink),
+        );
+        let peer: IpAddr = "192.0.2.7".parse().unwrap();
+        let now = Instant::now();
+        let raw = RawCsiPacket {
+            node_id: 3,
+            n_antennas: 1,
+            n_subcarriers: 4,
+            freq_mhz: 2437,
+            sequence: 1,
+            rssi: -40,
+            noise_floor: -90,
+            reserved: [0, 0],
+            buffer: vec![1, 2, 3, 4, 5, 6, 7, 8],
+        }
+        .to_bytes();
+        let mut vitals = 0xC511_0002_u32.to_le_bytes().to_vec();
+        vitals.resize(32, 0);
+        let inputs: Vec<Vec<u8>> = vec![
+            raw.clone(),
+            raw[..10].to_vec(),
+            vec![],
+            vec![0xAB; 5000],
+            vitals,
+            0xDEAD_BEEF_u32.to_le_bytes().to_vec(),
+        ];
+        for (i, input) in inputs.iter().enumerate() {
+            ingest.datagram(input, peer, Transport::Udp, now);
+            assert_eq!(outcomes(&registry), i as u64 + 1, "datagram {i}");
+        }
+        let base = outcomes(&registry);
+        let lines = [
+            "CSI_DATA,1,aa:bb:cc:dd:ee:ff,-50,11,1,0,0,0,0,0,0,0,0,-90,0,6,0,1000,0,0,0,8,1,\"[1,2,3,4,5,6,7,8]\"",
+            "I (312) boot: not CSI",
+            "{\"type\":\"raw_csi\"}",
+            "CSI_DATA,garbage",
+        ];
+        for (i, line) in lines.iter().enumerate() {
+            ingest.line(line, peer, now);
+            assert_eq!(outcomes(&registry), base + i as u64 + 1, "line {i}");
+        }
+        let ids: Vec<String> = registry.view().into_iter().map(|n| n.id).collect();
+        assert_eq!(ids, ["node-3", "node-aa:bb:cc:dd:ee:ff"]);
+        // The forwarded frames carry the hub's node id, so the pipeline keeps nodes apart.
+        drop(ingest);
+        let queued: Vec<String> = std::iter::from_fn(|| feed.try_recv_for_test())
+            .map(|f| f.node_id)
+            .collect();
+        assert_eq!(queued, ["node-3", "node-aa:bb:cc:dd:ee:ff"]);
+    }
+}
