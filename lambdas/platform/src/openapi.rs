@@ -18,15 +18,40 @@ pub enum OpenApiError {
     Schema(String, String),
 }
 
-/// Compiles `#/components/schemas/<name>` of `doc` into a validator; references inside it resolve
-/// against the document's components.
+/// Compiles `#/components/schemas/<name>` of `doc` into a validator.
 pub fn component_validator(doc: &Value, name: &str) -> Result<jsonschema::Validator, OpenApiError> {
-    let schema = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$ref": format!("#/components/schemas/{name}"),
-        "components": doc.get("components").cloned().unwrap_or(Value::Null),
-    });
-    jsonschema::validator_for(&schema).map_err(|e| OpenApiError::Schema(name.to_owned(), e.to_string()))
+    schema_validator(
+        doc,
+        &json!({"$ref": format!("#/components/schemas/{name}")}),
+    )
+}
+
+/// Compiles a schema taken from `doc` (a path's request or response schema, say); `$ref`s inside
+/// it resolve against the document's components.
+pub fn schema_validator(
+    doc: &Value,
+    schema: &Value,
+) -> Result<jsonschema::Validator, OpenApiError> {
+    let mut root = match schema {
+        Value::Object(m) => m.clone(),
+        other => {
+            return Err(OpenApiError::Schema(
+                other.to_string(),
+                "not an object".into(),
+            ));
+        }
+    };
+    root.insert(
+        "$schema".into(),
+        "https://json-schema.org/draft/2020-12/schema".into(),
+    );
+    root.insert(
+        "components".into(),
+        doc.get("components").cloned().unwrap_or(Value::Null),
+    );
+    let root = Value::Object(root);
+    jsonschema::validator_for(&root)
+        .map_err(|e| OpenApiError::Schema(schema.to_string(), e.to_string()))
 }
 
 /// Every violation of `validator` by `instance`, as JSON-pointer field errors.
@@ -63,11 +88,19 @@ mod tests {
     #[test]
     fn request_schema_rejects_unknown_and_wrong_fields() {
         let api = OpenApi::load().unwrap();
-        assert!(violations(&api.find_tools_request, &json!({"query": "send a message"})).is_empty());
-        let errs = violations(&api.find_tools_request, &json!({"query": "x", "colour": "red"}));
+        assert!(
+            violations(&api.find_tools_request, &json!({"query": "send a message"})).is_empty()
+        );
+        let errs = violations(
+            &api.find_tools_request,
+            &json!({"query": "x", "colour": "red"}),
+        );
         assert_eq!(errs.len(), 1, "{errs:?}");
         assert!(errs[0].detail.contains("colour"), "{errs:?}");
-        let errs = violations(&api.find_tools_request, &json!({"query": "x", "limit": "ten"}));
+        let errs = violations(
+            &api.find_tools_request,
+            &json!({"query": "x", "limit": "ten"}),
+        );
         assert_eq!(errs[0].pointer, "/limit", "{errs:?}");
         assert!(!violations(&api.find_tools_request, &json!({"app": "slack"})).is_empty());
     }

@@ -62,7 +62,13 @@ mod tests {
 
     #[test]
     fn other_paths_are_untouched() {
-        for p in ["/api/v1/runs", "/mcp", "/mcp/k", "/mcp/k/", "/api/v1/tools/mcp_k_x"] {
+        for p in [
+            "/api/v1/runs",
+            "/mcp",
+            "/mcp/k",
+            "/mcp/k/",
+            "/api/v1/tools/mcp_k_x",
+        ] {
             assert_eq!(redact_path(p), p);
         }
     }

@@ -127,7 +127,11 @@ fn store_problem(e: &StoreError) -> Problem {
 }
 
 fn connection_status(connected: bool) -> &'static str {
-    if connected { "connected" } else { "not_connected" }
+    if connected {
+        "connected"
+    } else {
+        "not_connected"
+    }
 }
 
 /// Parses the query string, refusing parameters the route does not know.
@@ -140,7 +144,11 @@ fn query(req: &Request<Bytes>, allowed: &[&str]) -> Result<Vec<(String, String)>
                 "unknown_parameter",
                 format!(
                     "Unknown query parameter {k:?}; this endpoint accepts: {}.",
-                    if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") }
+                    if allowed.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        allowed.join(", ")
+                    }
                 ),
             ));
         }
@@ -156,7 +164,10 @@ fn query(req: &Request<Bytes>, allowed: &[&str]) -> Result<Vec<(String, String)>
 }
 
 fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    params
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
 }
 
 fn page_limit(params: &[(String, String)]) -> Result<usize, Problem> {
@@ -224,27 +235,30 @@ impl<S: Store> App<S> {
         let mut resp = Response::new(reply.body);
         *resp.status_mut() = reply.status;
         let h = resp.headers_mut();
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(reply.content_type));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(reply.content_type),
+        );
         if let Ok(v) = HeaderValue::from_str(&request_id) {
             h.insert(REQUEST_ID_HEADER, v);
         }
-        if meta.api {
-            if let Ok(v) = HeaderValue::from_str(&self.policy.policy_header()) {
-                h.insert("ratelimit-policy", v);
-            }
+        if meta.api
+            && let Ok(v) = HeaderValue::from_str(&self.policy.policy_header())
+        {
+            h.insert("ratelimit-policy", v);
         }
-        if let Some((remaining, reset)) = meta.rate {
-            if let Ok(v) = HeaderValue::from_str(&self.policy.limit_header(remaining, reset)) {
-                h.insert("ratelimit", v);
-            }
+        if let Some((remaining, reset)) = meta.rate
+            && let Ok(v) = HeaderValue::from_str(&self.policy.limit_header(remaining, reset))
+        {
+            h.insert("ratelimit", v);
         }
         if let Some(s) = retry_after {
             h.insert(header::RETRY_AFTER, HeaderValue::from(s));
         }
-        if let Some(m) = meta.allow {
-            if let Ok(v) = HeaderValue::from_str(m.as_str()) {
-                h.insert(header::ALLOW, v);
-            }
+        if let Some(m) = meta.allow
+            && let Ok(v) = HeaderValue::from_str(m.as_str())
+        {
+            h.insert(header::ALLOW, v);
         }
         if reply.status == StatusCode::UNAUTHORIZED {
             h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -271,7 +285,10 @@ impl<S: Store> App<S> {
             ));
         }
         let Some(rest) = path.strip_prefix(API_PREFIX) else {
-            return Err(Problem::not_found("not_found", "No such endpoint; the API lives under /api/v1."));
+            return Err(Problem::not_found(
+                "not_found",
+                "No such endpoint; the API lives under /api/v1.",
+            ));
         };
         meta.api = true;
 
@@ -300,7 +317,10 @@ impl<S: Store> App<S> {
         self.rate_limit(&subject, meta).await?;
 
         let Some((route, method)) = route(rest) else {
-            return Err(Problem::not_found("not_found", format!("No endpoint {API_PREFIX}{rest}.")));
+            return Err(Problem::not_found(
+                "not_found",
+                format!("No endpoint {API_PREFIX}{rest}."),
+            ));
         };
         if req.method() != method {
             meta.allow = Some(method.clone());
@@ -404,7 +424,9 @@ impl<S: Store> App<S> {
             .catalog
             .apps(filter, param(&params, "cursor"), limit)
             .map_err(catalog_error)?;
-        Ok(Reply::json(&json!({"apps": page.items, "next_cursor": page.next_cursor})))
+        Ok(Reply::json(
+            &json!({"apps": page.items, "next_cursor": page.next_cursor}),
+        ))
     }
 
     async fn connected(&self, p: &Principal) -> Result<std::collections::HashSet<String>, Problem> {
@@ -435,16 +457,27 @@ impl<S: Store> App<S> {
                 v
             })
             .collect();
-        Ok(Reply::json(&json!({"apps": apps, "next_cursor": page.next_cursor})))
+        Ok(Reply::json(
+            &json!({"apps": apps, "next_cursor": page.next_cursor}),
+        ))
     }
 
-    fn json_body(&self, req: &Request<Bytes>, validator: &jsonschema::Validator) -> Result<Value, Problem> {
+    fn json_body(
+        &self,
+        req: &Request<Bytes>,
+        validator: &jsonschema::Validator,
+    ) -> Result<Value, Problem> {
         let ct = req
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
-        let essence = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let essence = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         if essence != "application/json" {
             return Err(Problem::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -453,7 +486,10 @@ impl<S: Store> App<S> {
             ));
         }
         let v: Value = serde_json::from_slice(req.body()).map_err(|e| {
-            Problem::bad_request("malformed_json", format!("The body is not valid JSON: {e}."))
+            Problem::bad_request(
+                "malformed_json",
+                format!("The body is not valid JSON: {e}."),
+            )
         })?;
         let errors = openapi::violations(validator, &v);
         if !errors.is_empty() {
@@ -477,13 +513,13 @@ impl<S: Store> App<S> {
             .get("limit")
             .and_then(Value::as_u64)
             .map_or(DEFAULT_TOOLS, |n| n as usize);
-        if let Some(app) = app {
-            if self.catalog.app(app).is_none() {
-                return Err(Problem::not_found(
-                    "app_not_found",
-                    format!("No app {app:?} in the catalog; GET /apps?search= finds app ids."),
-                ));
-            }
+        if let Some(app) = app
+            && self.catalog.app(app).is_none()
+        {
+            return Err(Problem::not_found(
+                "app_not_found",
+                format!("No app {app:?} in the catalog; GET /apps?search= finds app ids."),
+            ));
         }
         let found = self.catalog.find_tools(q, app, limit);
         let connected = self.connected(p).await?;

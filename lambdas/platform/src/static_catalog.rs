@@ -137,7 +137,11 @@ impl Catalog for StaticCatalog {
         let matching: Vec<&AppSummary> = self
             .apps
             .iter()
-            .filter(|a| filter.category.is_none_or(|c| a.categories.iter().any(|x| x == c)))
+            .filter(|a| {
+                filter
+                    .category
+                    .is_none_or(|c| a.categories.iter().any(|x| x == c))
+            })
             .filter(|a| {
                 let text = words(&format!("{} {} {}", a.id, a.name, a.description));
                 terms.iter().all(|t| text.contains(t))

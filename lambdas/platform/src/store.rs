@@ -385,8 +385,9 @@ impl Store for DynamoStore {
             Some(old) => update
                 .condition_expression("attribute_exists(#pk) AND active_key_hash = :old")
                 .expression_attribute_values(":old", s(old.as_str())),
-            None => update
-                .condition_expression("attribute_exists(#pk) AND attribute_not_exists(active_key_hash)"),
+            None => update.condition_expression(
+                "attribute_exists(#pk) AND attribute_not_exists(active_key_hash)",
+            ),
         };
         let update = update
             .build()
