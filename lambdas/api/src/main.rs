@@ -112,31 +112,34 @@ async fn build_app() -> Result<Arc<App<DynamoStore>>, String> {
     Ok(Arc::new(app))
 }
 
+/// Converts one API Gateway (HTTP API) request to the router's types and back.
+async fn lambda_adapter<S: Store>(app: &App<S>, req: lambda_http::Request) -> http::Response<Body> {
+    let source_ip = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.clone(),
+        _ => None,
+    };
+    let (mut parts, body) = req.into_parts();
+    let bytes = match body {
+        Body::Text(s) => Bytes::from(s),
+        Body::Binary(b) => Bytes::from(b),
+        _ => Bytes::new(),
+    };
+    if let Some(ip) = source_ip {
+        parts.extensions.insert(ClientAddr(ip));
+    }
+    let resp = app.handle(http::Request::from_parts(parts, bytes)).await;
+    // Our bodies are JSON text; API Gateway would base64 a binary body.
+    resp.map(|b| match String::from_utf8(b.to_vec()) {
+        Ok(s) => Body::Text(s),
+        Err(e) => Body::Binary(e.into_bytes()),
+    })
+}
+
 async fn run_lambda() -> Result<(), String> {
     let app = build_app().await?;
     lambda_http::run(service_fn(move |req: lambda_http::Request| {
         let app = app.clone();
-        async move {
-            let source_ip = match req.request_context_ref() {
-                Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.clone(),
-                _ => None,
-            };
-            let (mut parts, body) = req.into_parts();
-            let bytes = match body {
-                Body::Text(s) => Bytes::from(s),
-                Body::Binary(b) => Bytes::from(b),
-                _ => Bytes::new(),
-            };
-            if let Some(ip) = source_ip {
-                parts.extensions.insert(ClientAddr(ip));
-            }
-            let resp = app.handle(http::Request::from_parts(parts, bytes)).await;
-            // Our bodies are JSON text; API Gateway would base64 a binary body.
-            Ok::<_, lambda_http::Error>(resp.map(|b| match String::from_utf8(b.to_vec()) {
-                Ok(s) => Body::Text(s),
-                Err(e) => Body::Binary(e.into_bytes()),
-            }))
-        }
+        async move { Ok::<_, lambda_http::Error>(lambda_adapter(&app, req).await) }
     }))
     .await
     .map_err(|e| e.to_string())
@@ -240,5 +243,165 @@ async fn main() -> ExitCode {
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The Lambda path: real API Gateway v2 event JSON through `lambda_http`'s own decoding and
+    //! the adapter, against DynamoDB Local.
+
+    use super::*;
+    use platform::static_catalog::StaticCatalog;
+
+    fn event(
+        method: &str,
+        path: &str,
+        query: &str,
+        source_ip: &str,
+        headers: serde_json::Value,
+        body: Option<(&str, bool)>,
+    ) -> lambda_http::Request {
+        let mut ev = json!({
+            "version": "2.0",
+            "routeKey": "$default",
+            "rawPath": path,
+            "rawQueryString": query,
+            "headers": headers,
+            "isBase64Encoded": body.is_some_and(|(_, b64)| b64),
+            "requestContext": {
+                "accountId": "123456789012", "apiId": "api", "domainName": "api.example.com",
+                "domainPrefix": "api", "requestId": "r1", "routeKey": "$default",
+                "stage": "$default", "time": "22/Nov/2026:10:00:00 +0000", "timeEpoch": 0,
+                "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+                         "sourceIp": source_ip, "userAgent": "test"}
+            }
+        });
+        if let Some((b, _)) = body {
+            ev["body"] = b.into();
+        }
+        lambda_http::request::from_str(&ev.to_string()).expect("valid API Gateway v2 event")
+    }
+
+    fn text(resp: &http::Response<Body>) -> serde_json::Value {
+        match resp.body() {
+            Body::Text(s) => serde_json::from_str(s).unwrap(),
+            other => panic!("expected a text body, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn api_gateway_events_reach_the_router_with_body_key_and_source_ip() {
+        std::env::var(platform::store::ENDPOINT_VAR)
+            .expect("DDB_ENDPOINT must point at DynamoDB Local (the test command starts it)");
+        let client = platform::store::client_from_env().await;
+        let table = format!("lambda-{}-{}", std::process::id(), SystemClock.now_ms());
+        platform::table::create_table(&client, &table)
+            .await
+            .unwrap();
+        let store = DynamoStore::new(client, table);
+        let issued =
+            accounts::create_account(&store, "lambda@example.com", None, SystemClock.now_ms())
+                .await
+                .unwrap();
+        let catalog = StaticCatalog::from_path(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../platform/tests/fixtures/catalog.json"),
+        )
+        .unwrap();
+        let app = App::new(
+            store,
+            Arc::new(catalog),
+            Arc::new(SystemClock),
+            RateLimitPolicy::default(),
+        )
+        .unwrap();
+
+        // Anonymous calls are counted per API Gateway sourceIp.
+        let first = lambda_adapter(
+            &app,
+            event(
+                "GET",
+                "/api/v1/catalog",
+                "limit=1",
+                "198.51.100.7",
+                json!({}),
+                None,
+            ),
+        )
+        .await;
+        assert_eq!(first.status(), 200);
+        assert_eq!(text(&first)["apps"].as_array().unwrap().len(), 1);
+        let second = lambda_adapter(
+            &app,
+            event(
+                "GET",
+                "/api/v1/catalog",
+                "",
+                "198.51.100.7",
+                json!({}),
+                None,
+            ),
+        )
+        .await;
+        let other = lambda_adapter(
+            &app,
+            event("GET", "/api/v1/catalog", "", "203.0.113.9", json!({}), None),
+        )
+        .await;
+        let r =
+            |resp: &http::Response<Body>| resp.headers()["ratelimit"].to_str().unwrap().to_owned();
+        assert!(
+            r(&second).starts_with("\"per-key\";r=118;"),
+            "{}",
+            r(&second)
+        );
+        assert!(r(&other).starts_with("\"per-key\";r=119;"), "{}", r(&other));
+
+        let headers = json!({
+            "authorization": format!("Bearer {}", issued.key.expose()),
+            "content-type": "application/json"
+        });
+        let plain = lambda_adapter(
+            &app,
+            event(
+                "POST",
+                "/api/v1/tools/find",
+                "",
+                "198.51.100.7",
+                headers.clone(),
+                Some((r#"{"query":"create a github issue"}"#, false)),
+            ),
+        )
+        .await;
+        assert_eq!(plain.status(), 200, "{:?}", plain.body());
+        assert_eq!(text(&plain)["tools"][0]["name"], "github_create_issue");
+        assert_eq!(plain.headers()["content-type"], "application/json");
+
+        // {"query":"refund a stripe payment"}, base64-encoded by API Gateway.
+        let b64 = "eyJxdWVyeSI6InJlZnVuZCBhIHN0cmlwZSBwYXltZW50In0=";
+        let encoded = lambda_adapter(
+            &app,
+            event(
+                "POST",
+                "/api/v1/tools/find",
+                "",
+                "198.51.100.7",
+                headers,
+                Some((b64, true)),
+            ),
+        )
+        .await;
+        assert_eq!(encoded.status(), 200, "{:?}", encoded.body());
+        assert_eq!(text(&encoded)["tools"][0]["name"], "stripe_create_refund");
+
+        let unauth = lambda_adapter(
+            &app,
+            event("GET", "/api/v1/runs", "", "198.51.100.7", json!({}), None),
+        )
+        .await;
+        assert_eq!(unauth.status(), 401);
+        assert_eq!(unauth.headers()["content-type"], "application/problem+json");
+        assert!(unauth.headers().contains_key("x-request-id"));
     }
 }

@@ -121,9 +121,19 @@ fn admin_commands_create_rotate_and_revoke_keys_that_the_local_server_honours() 
 
     let out = admin(
         &table,
-        &["create-account", "--email", "ops@example.com", "--name", "Ops"],
+        &[
+            "create-account",
+            "--email",
+            "ops@example.com",
+            "--name",
+            "Ops",
+        ],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("shown once"));
     let acct: Value = serde_json::from_slice(&out.stdout).unwrap();
     let account = acct["account_id"].as_str().unwrap().to_owned();
@@ -144,7 +154,11 @@ fn admin_commands_create_rotate_and_revoke_keys_that_the_local_server_honours() 
     assert_eq!(body["runs"], serde_json::json!([]));
     let (status, body) = server.get("/api/v1/catalog", None);
     assert_eq!(status, 200);
-    assert_eq!(body["apps"].as_array().unwrap().len(), 6, "CATALOG_PATH loaded");
+    assert_eq!(
+        body["apps"].as_array().unwrap().len(),
+        6,
+        "CATALOG_PATH loaded"
+    );
     // The URL-key form is not served yet, and must not leak the key into the logs.
     let (status, body) = server.get(&format!("/mcp/k/{k1}"), None);
     assert_eq!(status, 501, "{body}");

@@ -9,6 +9,7 @@ use std::future::Future;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValue, TransactWriteItem, Update};
 use aws_smithy_http_client::tls;
 
@@ -62,16 +63,14 @@ where
     StoreError::Unavailable(DisplayErrorContext(&e).to_string())
 }
 
-/// Maps a failed write: a lost condition (plain or inside a transaction) is a conflict.
+/// Maps a failed single-item write: a lost condition is a conflict.
 fn write_error<E, R>(e: SdkError<E, R>, conflict: &'static str) -> StoreError
 where
     E: std::error::Error + ProvideErrorMetadata + 'static,
     R: std::fmt::Debug,
 {
     match e.as_service_error().and_then(|s| s.code()) {
-        Some("ConditionalCheckFailedException" | "TransactionCanceledException") => {
-            StoreError::Conflict(conflict)
-        }
+        Some("ConditionalCheckFailedException") => StoreError::Conflict(conflict),
         _ => unavailable(e),
     }
 }
@@ -296,13 +295,32 @@ impl DynamoStore {
         items: Vec<TransactWriteItem>,
         conflict: &'static str,
     ) -> Result<(), StoreError> {
-        self.client
+        let res = self
+            .client
             .transact_write_items()
             .set_transact_items(Some(items))
             .send()
-            .await
-            .map_err(|e| write_error(e, conflict))?;
-        Ok(())
+            .await;
+        let Err(e) = res else { return Ok(()) };
+        // A cancelled transaction is a conflict only when a condition failed or another
+        // transaction touched the same items; any other reason (validation, capacity) is a fault
+        // that must not pass for "someone else won".
+        let lost = match e.as_service_error() {
+            Some(TransactWriteItemsError::TransactionCanceledException(c)) => {
+                c.cancellation_reasons().iter().any(|r| {
+                    matches!(
+                        r.code(),
+                        Some("ConditionalCheckFailed" | "TransactionConflict")
+                    )
+                })
+            }
+            _ => false,
+        };
+        if lost {
+            Err(StoreError::Conflict(conflict))
+        } else {
+            Err(unavailable(e))
+        }
     }
 }
 
