@@ -383,3 +383,175 @@ async fn unknown_routes_wrong_methods_and_mcp_get_problems() {
     assert_eq!(r.body["instance"], "/mcp/k/[redacted]");
     let _: Value = r.body;
 }
+
+/// Deterministic xorshift, so a failing case can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+#[tokio::test]
+async fn hostile_requests_get_problems_never_server_errors() {
+    let srv = server().await;
+    let a = srv.account("hostile@example.com").await;
+    let key = a.key.expose().to_owned();
+    let doc = common::openapi();
+    let problem = platform::openapi::component_validator(&doc, "Problem").unwrap();
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let valid = br#"{"query":"send a message","app":"slack","limit":3}"#;
+    let deep = "[".repeat(10_000);
+    let paths = [
+        "/api/v1/tools/find",
+        "/api/v1/runs",
+        "/api/v1/catalog",
+        "/api/v1/apps",
+        "/api/v1/tools/",
+        "/api/v1/tools/%00",
+        "/api/v1/tools/a%2Fb",
+        "/api/v1//runs",
+        "/api/v1/../v1/runs",
+        "/api/v1/catalog?cursor=%FF%FE",
+        "/api/v1/apps?search=%E2%9C%93&limit=-1",
+        "/api/v1/catalog?limit=99999999999999999999",
+        "/mcp/k/",
+        "/api/v2/runs",
+        "/",
+    ];
+    let methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
+    let auths = [
+        "",
+        "Bearer ",
+        "Bearer cpk_",
+        "Basic Zm9vOmJhcg==",
+        "Bearer caf\u{e9}",
+        "bearer KEY",
+    ];
+    let types = [
+        "application/json",
+        "text/plain",
+        "application/json; charset=utf-8",
+        "",
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for i in 0..300 {
+        if i % 100 == 99 {
+            // Anonymous requests share one address budget; start a new window now and then.
+            srv.clock.advance(60_000);
+        }
+        // Biased towards the one endpoint with a body and a valid key, so the body checks run.
+        let path = if rng.below(3) == 0 {
+            "/api/v1/tools/find"
+        } else {
+            rng.pick(&paths)
+        };
+        let mut body = match rng.below(4) {
+            0 => Vec::new(),
+            1 => deep.clone().into_bytes(),
+            _ => valid.to_vec(),
+        };
+        for _ in 0..rng.below(4) {
+            if !body.is_empty() {
+                let at = rng.below(body.len());
+                body[at] = (rng.next() & 0xff) as u8;
+            }
+        }
+        let auth = if rng.below(2) == 0 {
+            "bearer KEY"
+        } else {
+            rng.pick(&auths)
+        };
+        let auth = auth.replace("KEY", &key);
+        let ct = rng.pick(&types);
+        let method = if rng.below(2) == 0 {
+            "POST"
+        } else {
+            rng.pick(&methods)
+        };
+        let method = Method::from_bytes(method.as_bytes()).unwrap();
+        let call = Call {
+            method: method.clone(),
+            path,
+            key: None,
+            content_type: (!ct.is_empty()).then_some(ct),
+            body,
+        };
+        let r = send_with_auth(&srv.base, call, &auth).await;
+        seen.insert(r.status);
+        assert!(
+            r.status < 500 || r.status == 501,
+            "case {i}: {method} {path} auth={auth:?} -> {} {}",
+            r.status,
+            r.body
+        );
+        if r.status != 200 {
+            let errs = platform::openapi::violations(&problem, &r.body);
+            assert!(
+                errs.is_empty(),
+                "case {i}: {method} {path} auth={auth:?} -> {} {errs:?} {}",
+                r.status,
+                r.body
+            );
+        }
+    }
+    // The mix reached the router's different answers, not one early rejection.
+    for status in [200, 400, 401, 404, 405, 415, 422, 501] {
+        assert!(seen.contains(&status), "no {status} among {seen:?}");
+    }
+    let ok = send(&srv.base, get("/api/v1/runs", Some(&key))).await;
+    assert_eq!(ok.status, 200, "still serving: {}", ok.body);
+}
+
+async fn send_with_auth(base: &str, call: Call<'_>, auth: &str) -> common::Resp {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut head = format!(
+        "{} {} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n",
+        call.method, call.path
+    );
+    if !auth.is_empty() {
+        head.push_str(&format!("Authorization: {auth}\r\n"));
+    }
+    if let Some(ct) = call.content_type {
+        head.push_str(&format!("Content-Type: {ct}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", call.body.len()));
+    s.write_all(head.as_bytes()).await.unwrap();
+    let _ = s.write_all(&call.body).await;
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut headers = http::HeaderMap::new();
+    for line in head.lines().skip(1) {
+        if let Some((k, v)) = line.split_once(':')
+            && let (Ok(k), Ok(v)) = (
+                http::HeaderName::from_bytes(k.trim().as_bytes()),
+                http::HeaderValue::from_str(v.trim()),
+            )
+        {
+            headers.insert(k, v);
+        }
+    }
+    common::Resp {
+        status,
+        headers,
+        raw: bytes::Bytes::from(body.to_owned()),
+        body: serde_json::from_str(body).unwrap_or(Value::Null),
+    }
+}
