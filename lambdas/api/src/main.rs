@@ -113,7 +113,10 @@ async fn build_app() -> Result<Arc<App<DynamoStore>>, String> {
 }
 
 /// Converts one API Gateway (HTTP API) request to the router's types and back.
-async fn lambda_adapter<S: Store>(app: &App<S>, req: lambda_http::Request) -> http::Response<Body> {
+async fn lambda_adapter<S: Store + Clone>(
+    app: &App<S>,
+    req: lambda_http::Request,
+) -> http::Response<Body> {
     let source_ip = match req.request_context_ref() {
         Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.clone(),
         _ => None,

@@ -159,9 +159,10 @@ fn admin_commands_create_rotate_and_revoke_keys_that_the_local_server_honours() 
         6,
         "CATALOG_PATH loaded"
     );
-    // The URL-key form is not served yet, and must not leak the key into the logs.
+    // The URL-key form authenticates (MCP wants POST, so GET is refused by the MCP server) and
+    // must not leak the key into the logs.
     let (status, body) = server.get(&format!("/mcp/k/{k1}"), None);
-    assert_eq!(status, 501, "{body}");
+    assert_eq!(status, 405, "{body}");
 
     let rotated = admin_json(&table, &["rotate-key", "--account", &account]);
     let k2 = rotated["api_key"].as_str().unwrap().to_owned();

@@ -8,6 +8,7 @@ pub mod catalog_api;
 pub mod clock;
 pub mod keys;
 pub mod local;
+pub mod mcp;
 pub mod openapi;
 pub mod problem;
 pub mod ratelimit;

@@ -33,7 +33,7 @@ async fn read_capped(body: Incoming) -> Result<Bytes, hyper::Error> {
     Ok(buf.freeze())
 }
 
-async fn serve_one<S: Store>(
+async fn serve_one<S: Store + Clone>(
     app: Arc<App<S>>,
     peer: String,
     req: Request<Incoming>,
@@ -63,7 +63,10 @@ async fn serve_one<S: Store>(
 }
 
 /// Serves `app` on `listener` until the task is dropped.
-pub async fn serve<S: Store>(listener: TcpListener, app: Arc<App<S>>) -> std::io::Result<()> {
+pub async fn serve<S: Store + Clone>(
+    listener: TcpListener,
+    app: Arc<App<S>>,
+) -> std::io::Result<()> {
     loop {
         let (stream, peer) = listener.accept().await?;
         let app = app.clone();

@@ -9,14 +9,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::header::{self, HeaderValue};
+use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
 use rand::RngCore;
 use serde_json::{Value, json};
 
 use crate::catalog_api::{AppFilter, Catalog, CatalogError};
 use crate::clock::Clock;
 use crate::keys::{self, KeyHash};
+use crate::mcp::{self, McpService};
 use crate::openapi::{self, OpenApi, OpenApiError};
 use crate::problem::{self, Problem};
 use crate::ratelimit::RateLimitPolicy;
@@ -70,10 +72,12 @@ fn route(rest: &str) -> Option<(Route, Method)> {
     })
 }
 
-/// A successful answer, before headers are added.
+/// A successful answer, before the common headers are added.
 struct Reply {
     status: StatusCode,
-    content_type: &'static str,
+    content_type: HeaderValue,
+    /// Headers of a response produced elsewhere (the MCP service).
+    extra: HeaderMap,
     body: Bytes,
 }
 
@@ -81,10 +85,20 @@ impl Reply {
     fn json(v: &Value) -> Self {
         Self {
             status: StatusCode::OK,
-            content_type: "application/json",
+            content_type: HeaderValue::from_static("application/json"),
+            extra: HeaderMap::new(),
             body: Bytes::from(v.to_string()),
         }
     }
+}
+
+/// Why the app could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    OpenApi(#[from] OpenApiError),
+    #[error("MCP tools: {0}")]
+    Mcp(String),
 }
 
 /// What the rate limiter said about this request.
@@ -109,6 +123,7 @@ pub struct App<S> {
     clock: Arc<dyn Clock>,
     policy: RateLimitPolicy,
     openapi: OpenApi,
+    mcp: McpService<S>,
 }
 
 fn new_request_id() -> String {
@@ -195,19 +210,21 @@ fn catalog_error(e: CatalogError) -> Problem {
     }
 }
 
-impl<S: Store> App<S> {
+impl<S: Store + Clone> App<S> {
     pub fn new(
         store: S,
         catalog: Arc<dyn Catalog>,
         clock: Arc<dyn Clock>,
         policy: RateLimitPolicy,
-    ) -> Result<Self, OpenApiError> {
+    ) -> Result<Self, StartError> {
+        let mcp = mcp::service(store.clone(), catalog.clone()).map_err(StartError::Mcp)?;
         Ok(Self {
             store,
             catalog,
             clock,
             policy,
             openapi: OpenApi::load()?,
+            mcp,
         })
     }
 
@@ -226,7 +243,8 @@ impl<S: Store> App<S> {
             Err(p) => (
                 Reply {
                     status: p.status,
-                    content_type: problem::CONTENT_TYPE,
+                    content_type: HeaderValue::from_static(problem::CONTENT_TYPE),
+                    extra: HeaderMap::new(),
                     body: Bytes::from(p.body(&path, &request_id).to_string()),
                 },
                 p.retry_after,
@@ -234,11 +252,9 @@ impl<S: Store> App<S> {
         };
         let mut resp = Response::new(reply.body);
         *resp.status_mut() = reply.status;
+        *resp.headers_mut() = reply.extra;
         let h = resp.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(reply.content_type),
-        );
+        h.insert(header::CONTENT_TYPE, reply.content_type);
         if let Ok(v) = HeaderValue::from_str(&request_id) {
             h.insert(REQUEST_ID_HEADER, v);
         }
@@ -277,18 +293,16 @@ impl<S: Store> App<S> {
 
     async fn respond(&self, req: &Request<Bytes>, meta: &mut Meta) -> Result<Reply, Problem> {
         let path = req.uri().path();
-        if path == "/mcp" || path.starts_with("/mcp/") {
-            return Err(Problem::new(
-                StatusCode::NOT_IMPLEMENTED,
-                "not_implemented",
-                "The MCP server is not available yet; use the REST API under /api/v1.",
-            ));
-        }
-        let Some(rest) = path.strip_prefix(API_PREFIX) else {
-            return Err(Problem::not_found(
-                "not_found",
-                "No such endpoint; the API lives under /api/v1.",
-            ));
+        let is_mcp = path == "/mcp" || path.starts_with("/mcp/");
+        let rest = match path.strip_prefix(API_PREFIX) {
+            Some(rest) => rest,
+            None if is_mcp => "",
+            None => {
+                return Err(Problem::not_found(
+                    "not_found",
+                    "No such endpoint; the API lives under /api/v1 and MCP at /mcp.",
+                ));
+            }
         };
         meta.api = true;
 
@@ -306,7 +320,21 @@ impl<S: Store> App<S> {
             ));
         }
 
-        let auth = self.authenticate(req).await?;
+        let auth = if is_mcp {
+            let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+            match segments.as_slice() {
+                ["mcp"] => self.authenticate(req).await?,
+                ["mcp", "k", key] => self.authenticate_key(key).await?,
+                _ => {
+                    return Err(Problem::not_found(
+                        "not_found",
+                        "The MCP endpoint is /mcp (with a Bearer key) or /mcp/k/<API_KEY>.",
+                    ));
+                }
+            }
+        } else {
+            self.authenticate(req).await?
+        };
         let subject = match &auth {
             Auth::Key(p) => format!("key:{}", p.key_hash.as_str()),
             _ => match req.extensions().get::<ClientAddr>() {
@@ -315,6 +343,19 @@ impl<S: Store> App<S> {
             },
         };
         self.rate_limit(&subject, meta).await?;
+
+        if is_mcp {
+            return match auth {
+                Auth::Key(p) => {
+                    meta.account = Some(p.account_id.clone());
+                    self.forward_mcp(req, p).await
+                }
+                Auth::Invalid(why) => Err(Problem::unauthorized(why)),
+                Auth::None => Err(Problem::unauthorized(
+                    "MCP needs an API key: Authorization: Bearer <API_KEY>, or the URL /mcp/k/<API_KEY>.",
+                )),
+            };
+        }
 
         let Some((route, method)) = route(rest) else {
             return Err(Problem::not_found(
@@ -350,7 +391,8 @@ impl<S: Store> App<S> {
             )),
             (Route::OpenApi, _) => Ok(Reply {
                 status: StatusCode::OK,
-                content_type: "application/json",
+                content_type: HeaderValue::from_static("application/json"),
+                extra: HeaderMap::new(),
                 body: self.openapi.bytes.clone(),
             }),
             (Route::Catalog, _) => self.catalog_page(req),
@@ -375,6 +417,10 @@ impl<S: Store> App<S> {
                 "Use the Bearer scheme: Authorization: Bearer <API_KEY>.",
             ));
         };
+        self.authenticate_key(key).await
+    }
+
+    async fn authenticate_key(&self, key: &str) -> Result<Auth, Problem> {
         const UNKNOWN: &str = "The API key is unknown or revoked.";
         if !keys::well_formed(key) {
             return Ok(Auth::Invalid(UNKNOWN));
@@ -384,6 +430,43 @@ impl<S: Store> App<S> {
             Ok(None) => Ok(Auth::Invalid(UNKNOWN)),
             Err(e) => Err(store_problem(&e)),
         }
+    }
+
+    /// Hands an authenticated request to the rmcp service. The key never goes along: the URL-key
+    /// path becomes `/mcp` and the Authorization header is dropped.
+    async fn forward_mcp(
+        &self,
+        req: &Request<Bytes>,
+        principal: Principal,
+    ) -> Result<Reply, Problem> {
+        let mut builder = Request::builder()
+            .method(req.method())
+            .uri("/mcp")
+            .version(req.version());
+        for (name, value) in req.headers() {
+            if name != header::AUTHORIZATION {
+                builder = builder.header(name, value);
+            }
+        }
+        let mut forwarded = builder.body(Full::new(req.body().clone())).map_err(|e| {
+            Problem::bad_request("invalid_request", format!("Unusable request: {e}."))
+        })?;
+        forwarded.extensions_mut().insert(principal);
+        let (parts, body) = self.mcp.handle(forwarded).await.into_parts();
+        let body = match body.collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(never) => match never {},
+        };
+        let mut extra = parts.headers;
+        let content_type = extra
+            .remove(header::CONTENT_TYPE)
+            .unwrap_or_else(|| HeaderValue::from_static("application/json"));
+        Ok(Reply {
+            status: parts.status,
+            content_type,
+            extra,
+            body,
+        })
     }
 
     async fn rate_limit(&self, subject: &str, meta: &mut Meta) -> Result<(), Problem> {

@@ -138,6 +138,10 @@ pub fn post_json<'a>(path: &'a str, key: Option<&'a str>, body: &Value) -> Call<
 }
 
 pub async fn send(base: &str, call: Call<'_>) -> Resp {
+    send_with_headers(base, call, &[]).await
+}
+
+pub async fn send_with_headers(base: &str, call: Call<'_>, headers: &[(&str, &str)]) -> Resp {
     let client: Client<HttpConnector, Full<Bytes>> =
         Client::builder(TokioExecutor::new()).build_http();
     let mut req = Request::builder()
@@ -148,6 +152,9 @@ pub async fn send(base: &str, call: Call<'_>) -> Resp {
     }
     if let Some(ct) = call.content_type {
         req = req.header("content-type", ct);
+    }
+    for (name, value) in headers {
+        req = req.header(*name, *value);
     }
     let resp = client
         .request(req.body(Full::new(Bytes::from(call.body))).unwrap())
