@@ -202,3 +202,30 @@ async fn missing_revoked_and_browser_requests_are_refused() {
         assert!(!r.body["instance"].as_str().unwrap().contains(&k));
     }
 }
+
+#[tokio::test]
+async fn stateless_2026_revision_lists_tools_as_private_to_the_key() {
+    let srv = server().await;
+    let a = srv.account("mcp-2026@example.com").await;
+    let body = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/list",
+        "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1.0"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }}
+    });
+    let r = send_with_headers(
+        &srv.base,
+        post_json("/mcp", Some(a.key.expose()), &body),
+        &[
+            ACCEPT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.raw));
+    assert_eq!(r.body["result"]["cacheScope"], "private", "{}", r.body);
+    assert_eq!(r.body["result"]["tools"].as_array().unwrap().len(), 4);
+}
