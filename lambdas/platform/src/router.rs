@@ -250,11 +250,15 @@ impl<S: Store + Clone> App<S> {
                 p.retry_after,
             ),
         };
+        let has_body = !reply.body.is_empty();
         let mut resp = Response::new(reply.body);
         *resp.status_mut() = reply.status;
         *resp.headers_mut() = reply.extra;
         let h = resp.headers_mut();
-        h.insert(header::CONTENT_TYPE, reply.content_type);
+        // An accepted MCP notification (202) has no body, hence no type.
+        if has_body {
+            h.insert(header::CONTENT_TYPE, reply.content_type);
+        }
         if let Ok(v) = HeaderValue::from_str(&request_id) {
             h.insert(REQUEST_ID_HEADER, v);
         }

@@ -59,6 +59,19 @@ async fn both_key_forms_reach_the_tools() {
     );
     assert!(init.header("x-request-id").is_some());
 
+    let note = send_with_headers(
+        &srv.base,
+        post_json(
+            "/mcp",
+            Some(k),
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ),
+        &[ACCEPT, ("mcp-protocol-version", "2025-06-18")],
+    )
+    .await;
+    assert_eq!(note.status, 202, "{}", String::from_utf8_lossy(&note.raw));
+    assert!(note.raw.is_empty());
+
     let list = rpc(&srv.base, &url_key, None, "tools/list", json!({})).await;
     assert_eq!(list.status, 200, "{}", String::from_utf8_lossy(&list.raw));
     let names: Vec<&str> = list.body["result"]["tools"]
@@ -71,7 +84,7 @@ async fn both_key_forms_reach_the_tools() {
         names,
         ["search_apps", "find_tools", "get_tool", "list_connections"]
     );
-    assert_eq!(common::ratelimit(&list).0, 118);
+    assert_eq!(common::ratelimit(&list).0, 117);
 
     let found = call_tool(
         &srv.base,
