@@ -1,3 +1,20 @@
-//! Companion integration platform: domain, DynamoDB store, REST and MCP routers.
+//! Companion integration platform: domain, DynamoDB store, REST router.
+//!
+//! The router ([`router::App::handle`]) is plain async Rust over buffered `http` types; the
+//! Lambda adapter (in `lambdas/api`) and the local hyper server ([`local::serve`]) only convert.
 
+pub mod accounts;
+pub mod catalog_api;
+pub mod clock;
+pub mod keys;
+pub mod local;
+pub mod mcp;
+pub mod openapi;
+pub mod problem;
+pub mod ratelimit;
+pub mod redact;
+pub mod router;
+pub mod runs;
+pub mod static_catalog;
 pub mod store;
+pub mod table;

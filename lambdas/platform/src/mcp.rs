@@ -1,0 +1,269 @@
+//! The remote MCP server (`/mcp`, and `/mcp/k/<KEY>` with the key in the path), on `rmcp` in
+//! stateless JSON mode: every POST stands alone, which is what Lambda behind API Gateway needs.
+//!
+//! The router authenticates and rate-limits the request exactly like REST, then hands it to the
+//! rmcp service with the caller's [`Principal`] in the request extensions; tools read it from
+//! there. Tools that need connections (`connect_app`, `run_tool`) arrive with connections.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::catalog_api::{AppFilter, Catalog};
+use crate::openapi::violations;
+use crate::store::{Principal, Store};
+
+const MAX_RESULTS: usize = 50;
+
+/// The tools, with their input schemas (also used to validate arguments).
+fn tool_specs() -> Vec<(&'static str, &'static str, Value)> {
+    vec![
+        (
+            "search_apps",
+            "Search the app catalog by name or purpose. Each app says whether the caller has \
+             connected it (connection_status).",
+            json!({"type": "object", "additionalProperties": false,
+                   "properties": {"query": {"type": "string", "maxLength": 200},
+                                  "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS}}}),
+        ),
+        (
+            "find_tools",
+            "Find tools for a task described in plain words, best first. Optionally only within \
+             one app (its catalog id). An empty result comes with a hint.",
+            json!({"type": "object", "additionalProperties": false, "required": ["query"],
+                   "properties": {"query": {"type": "string", "minLength": 1, "maxLength": 500},
+                                  "app": {"type": "string", "minLength": 1},
+                                  "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS}}}),
+        ),
+        (
+            "get_tool",
+            "Get one tool by name, with the JSON Schema of its arguments.",
+            json!({"type": "object", "additionalProperties": false, "required": ["name"],
+                   "properties": {"name": {"type": "string", "minLength": 1}}}),
+        ),
+        (
+            "list_connections",
+            "List the apps the caller has connected.",
+            json!({"type": "object", "additionalProperties": false, "properties": {}}),
+        ),
+    ]
+}
+
+struct Tools {
+    list: Vec<Tool>,
+    validators: HashMap<&'static str, jsonschema::Validator>,
+}
+
+fn build_tools() -> Result<Tools, String> {
+    let mut list = Vec::new();
+    let mut validators = HashMap::new();
+    for (name, description, schema) in tool_specs() {
+        let validator = jsonschema::validator_for(&schema).map_err(|e| format!("{name}: {e}"))?;
+        validators.insert(name, validator);
+        let Value::Object(obj) = schema else {
+            return Err(format!("{name}: schema is not an object"));
+        };
+        list.push(Tool::new(name, description, Arc::new(obj)));
+    }
+    Ok(Tools { list, validators })
+}
+
+/// One MCP handler; rmcp builds one per request from [`McpState`].
+pub struct Hub<S> {
+    store: S,
+    catalog: Arc<dyn Catalog>,
+    tools: Arc<Tools>,
+}
+
+fn failed(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::structured_error(json!({"error": message.into()}))
+}
+
+fn status(connected: bool) -> &'static str {
+    if connected {
+        "connected"
+    } else {
+        "not_connected"
+    }
+}
+
+impl<S: Store + Clone> Hub<S> {
+    async fn call(&self, principal: &Principal, name: &str, args: &Value) -> CallToolResult {
+        let Some(validator) = self.tools.validators.get(name) else {
+            return failed(format!(
+                "No tool {name:?}; the tools are search_apps, find_tools, get_tool and list_connections."
+            ));
+        };
+        let errors = violations(validator, args);
+        if !errors.is_empty() {
+            // Invalid input is a tool result the model can correct, not a protocol error.
+            return CallToolResult::structured_error(json!({
+                "error": "The arguments do not match the tool's input schema.",
+                "errors": errors,
+            }));
+        }
+        let limit = |default: usize| {
+            args.get("limit")
+                .and_then(Value::as_u64)
+                .map_or(default, |n| n as usize)
+        };
+        let connected = match self.store.connected_apps(&principal.account_id).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "store failure in MCP tool");
+                return failed("The platform's storage did not answer; retry shortly.");
+            }
+        };
+        match name {
+            "search_apps" => {
+                let query = args
+                    .get("query")
+                    .and_then(Value::as_str)
+                    .filter(|q| !q.trim().is_empty());
+                let filter = AppFilter {
+                    category: None,
+                    search: query,
+                };
+                match self.catalog.apps(filter, None, limit(20)) {
+                    Ok(page) => {
+                        let apps: Vec<Value> = page
+                            .items
+                            .iter()
+                            .map(|a| {
+                                let mut v = json!(a);
+                                v["connection_status"] = status(connected.contains(&a.id)).into();
+                                v
+                            })
+                            .collect();
+                        CallToolResult::structured(json!({"apps": apps}))
+                    }
+                    Err(e) => failed(e.to_string()),
+                }
+            }
+            "find_tools" => {
+                let query = args["query"].as_str().unwrap_or_default();
+                let app = args.get("app").and_then(Value::as_str);
+                if let Some(app) = app
+                    && self.catalog.app(app).is_none()
+                {
+                    return failed(format!(
+                        "No app {app:?} in the catalog; search_apps finds app ids."
+                    ));
+                }
+                let found = self.catalog.find_tools(query, app, limit(10));
+                let tools: Vec<Value> = found
+                    .hits
+                    .iter()
+                    .map(|h| {
+                        json!({
+                            "name": h.tool,
+                            "app": h.app,
+                            "description": self.catalog.tool(&h.tool).map(|t| t.description).unwrap_or_default(),
+                            "score": h.score,
+                            "matched_terms": h.matched_terms,
+                            "connection_status": status(connected.contains(&h.app)),
+                        })
+                    })
+                    .collect();
+                CallToolResult::structured(json!({"tools": tools, "hint": found.hint}))
+            }
+            "get_tool" => {
+                let name = args["name"].as_str().unwrap_or_default();
+                match self.catalog.tool(name) {
+                    Some(t) => {
+                        let mut v = json!(t);
+                        v["connection_status"] = status(connected.contains(&t.app)).into();
+                        CallToolResult::structured(v)
+                    }
+                    None => failed(format!(
+                        "No tool {name:?}; find_tools finds tools for a task."
+                    )),
+                }
+            }
+            _ => {
+                let mut apps: Vec<&String> = connected.iter().collect();
+                apps.sort();
+                let list: Vec<Value> = apps.iter().map(|a| json!({"app": a})).collect();
+                CallToolResult::structured(json!({"connections": list}))
+            }
+        }
+    }
+}
+
+impl<S: Store + Clone> ServerHandler for Hub<S> {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "companion-platform",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Find apps with search_apps and tools for a task with find_tools; get_tool shows \
+                 a tool's arguments.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        // The list is the same for every key today, but connection-dependent tools will differ
+        // per account, so caches must not share it.
+        Ok(ListToolsResult::with_all_items(self.tools.list.clone())
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let principal = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Principal>())
+            .cloned()
+            .ok_or_else(|| ErrorData::internal_error("request without a principal", None))?;
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        Ok(self.call(&principal, &request.name, &args).await.into())
+    }
+}
+
+/// The rmcp service the router forwards authenticated `/mcp` requests to.
+pub type McpService<S> = StreamableHttpService<Hub<S>, NeverSessionManager>;
+
+pub fn service<S: Store + Clone>(
+    store: S,
+    catalog: Arc<dyn Catalog>,
+) -> Result<McpService<S>, String> {
+    let tools = Arc::new(build_tools()?);
+    let mut cfg = StreamableHttpServerConfig::default();
+    cfg.legacy_session_mode = false;
+    cfg.json_response = true;
+    cfg.sse_keep_alive = None;
+    // Every request carries an API key and no cookie, so DNS rebinding gains an attacker
+    // nothing; the deployed Host names are not known here. Browsers are refused by Origin.
+    cfg.allowed_hosts = Vec::new();
+    let cfg = cfg.enforce_origin_validation();
+    Ok(StreamableHttpService::new(
+        move || {
+            Ok(Hub {
+                store: store.clone(),
+                catalog: catalog.clone(),
+                tools: tools.clone(),
+            })
+        },
+        Arc::new(NeverSessionManager::default()),
+        cfg,
+    ))
+}

@@ -1,0 +1,75 @@
+//! Keeps secrets out of logs and problem documents.
+//!
+//! The MCP URL form `/mcp/k/<API_KEY>` carries the key in the path, which proxies and log
+//! pipelines treat as harmless. Every path that leaves the router (logs, `instance` of problems,
+//! run records) goes through [`redact_path`].
+
+use std::borrow::Cow;
+
+/// What replaces a key in a redacted path.
+pub const REDACTED: &str = "[redacted]";
+
+/// Replaces the key segment of `/mcp/k/<KEY>[/...]` with [`REDACTED`]; other paths are returned
+/// unchanged. A query string, if present, is dropped from URL-key paths too, since it is not
+/// needed to identify the route.
+pub fn redact_path(path: &str) -> Cow<'_, str> {
+    let path_only = path.split(['?', '#']).next().unwrap_or(path);
+    // Collapse repeated slashes the way a lenient proxy would, so `//mcp//k/KEY` is caught too.
+    let segments: Vec<&str> = path_only.split('/').filter(|s| !s.is_empty()).collect();
+    let is_url_key = segments.len() >= 3
+        && segments[0].eq_ignore_ascii_case("mcp")
+        && segments[1].eq_ignore_ascii_case("k");
+    if !is_url_key {
+        return Cow::Borrowed(path);
+    }
+    let mut out = String::from("/mcp/k/");
+    out.push_str(REDACTED);
+    for rest in &segments[3..] {
+        out.push('/');
+        out.push_str(rest);
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "cpk_0123456789abcdefghijABCDEFGHIJ_-xyzXYZ0123";
+
+    #[test]
+    fn url_key_is_replaced() {
+        assert_eq!(redact_path(&format!("/mcp/k/{KEY}")), "/mcp/k/[redacted]");
+        assert_eq!(
+            redact_path(&format!("/mcp/k/{KEY}/extra")),
+            "/mcp/k/[redacted]/extra"
+        );
+    }
+
+    #[test]
+    fn odd_spellings_are_caught() {
+        for p in [
+            format!("//mcp//k/{KEY}"),
+            format!("/MCP/K/{KEY}"),
+            format!("/mcp/k/{KEY}?x=1"),
+            format!("/mcp/k/{KEY}/"),
+        ] {
+            let r = redact_path(&p);
+            assert!(!r.contains(KEY), "{p} -> {r}");
+            assert!(r.starts_with("/mcp/k/[redacted]"), "{p} -> {r}");
+        }
+    }
+
+    #[test]
+    fn other_paths_are_untouched() {
+        for p in [
+            "/api/v1/runs",
+            "/mcp",
+            "/mcp/k",
+            "/mcp/k/",
+            "/api/v1/tools/mcp_k_x",
+        ] {
+            assert_eq!(redact_path(p), p);
+        }
+    }
+}

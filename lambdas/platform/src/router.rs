@@ -1,0 +1,658 @@
+//! The REST router: one async function from a buffered request to a buffered response, shared by
+//! the Lambda adapter and the local hyper server.
+//!
+//! Order of work for `/api/v1`: size check → authentication (if a key is sent) → rate limit
+//! (per key, or per client address for anonymous calls) → the route. Every response carries
+//! `X-Request-Id` and `RateLimit-Policy`, and `RateLimit` once the request was counted.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use rand::RngCore;
+use serde_json::{Value, json};
+
+use crate::catalog_api::{AppFilter, Catalog, CatalogError};
+use crate::clock::Clock;
+use crate::keys::{self, KeyHash};
+use crate::mcp::{self, McpService};
+use crate::openapi::{self, OpenApi, OpenApiError};
+use crate::problem::{self, Problem};
+use crate::ratelimit::RateLimitPolicy;
+use crate::redact::redact_path;
+use crate::runs::LATEST;
+use crate::store::{Principal, Store, StoreError};
+
+/// Largest accepted request body. Tool searches are a sentence; nothing needs more.
+pub const MAX_BODY: usize = 64 * 1024;
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+const API_PREFIX: &str = "/api/v1";
+const DEFAULT_PAGE: usize = 50;
+const MAX_PAGE: usize = 100;
+const DEFAULT_TOOLS: usize = 10;
+
+/// The caller's network address, attached as a request extension by the adapter (hyper peer
+/// address, or API Gateway's `sourceIp`). Anonymous requests are rate-limited by it.
+#[derive(Debug, Clone)]
+pub struct ClientAddr(pub String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Health,
+    OpenApi,
+    Catalog,
+    Apps,
+    FindTools,
+    Tool,
+    Runs,
+}
+
+impl Route {
+    fn public(self) -> bool {
+        matches!(self, Route::Health | Route::OpenApi | Route::Catalog)
+    }
+}
+
+/// Matches a path below `/api/v1`; returns the route and the methods it allows.
+fn route(rest: &str) -> Option<(Route, Method)> {
+    Some(match rest {
+        "/health" => (Route::Health, Method::GET),
+        "/openapi.json" => (Route::OpenApi, Method::GET),
+        "/catalog" => (Route::Catalog, Method::GET),
+        "/apps" => (Route::Apps, Method::GET),
+        "/tools/find" => (Route::FindTools, Method::POST),
+        "/runs" => (Route::Runs, Method::GET),
+        _ => match rest.strip_prefix("/tools/") {
+            Some(name) if !name.is_empty() && !name.contains('/') => (Route::Tool, Method::GET),
+            _ => return None,
+        },
+    })
+}
+
+/// A successful answer, before the common headers are added.
+struct Reply {
+    status: StatusCode,
+    content_type: HeaderValue,
+    /// Headers of a response produced elsewhere (the MCP service).
+    extra: HeaderMap,
+    body: Bytes,
+}
+
+impl Reply {
+    fn json(v: &Value) -> Self {
+        Self {
+            status: StatusCode::OK,
+            content_type: HeaderValue::from_static("application/json"),
+            extra: HeaderMap::new(),
+            body: Bytes::from(v.to_string()),
+        }
+    }
+}
+
+/// Why the app could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    OpenApi(#[from] OpenApiError),
+    #[error("MCP tools: {0}")]
+    Mcp(String),
+}
+
+/// What the rate limiter said about this request.
+#[derive(Default)]
+struct Meta {
+    /// `(remaining, reset_s)` once counted.
+    rate: Option<(u32, u64)>,
+    allow: Option<Method>,
+    account: Option<String>,
+    api: bool,
+}
+
+enum Auth {
+    None,
+    Invalid(&'static str),
+    Key(Principal),
+}
+
+pub struct App<S> {
+    store: S,
+    catalog: Arc<dyn Catalog>,
+    clock: Arc<dyn Clock>,
+    policy: RateLimitPolicy,
+    openapi: OpenApi,
+    mcp: McpService<S>,
+}
+
+fn new_request_id() -> String {
+    let mut r = [0u8; 8];
+    rand::rng().fill_bytes(&mut r);
+    let mut id = String::from("req_");
+    for b in r {
+        id.push_str(&format!("{b:02x}"));
+    }
+    id
+}
+
+fn store_problem(e: &StoreError) -> Problem {
+    tracing::error!(error = %e, "store failure");
+    Problem::unavailable()
+}
+
+fn connection_status(connected: bool) -> &'static str {
+    if connected {
+        "connected"
+    } else {
+        "not_connected"
+    }
+}
+
+/// Parses the query string, refusing parameters the route does not know.
+fn query(req: &Request<Bytes>, allowed: &[&str]) -> Result<Vec<(String, String)>, Problem> {
+    let raw = req.uri().query().unwrap_or("");
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (k, v) in form_urlencoded::parse(raw.as_bytes()) {
+        if !allowed.contains(&k.as_ref()) {
+            return Err(Problem::bad_request(
+                "unknown_parameter",
+                format!(
+                    "Unknown query parameter {k:?}; this endpoint accepts: {}.",
+                    if allowed.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        allowed.join(", ")
+                    }
+                ),
+            ));
+        }
+        if out.iter().any(|(seen, _)| seen == k.as_ref()) {
+            return Err(Problem::bad_request(
+                "invalid_parameter",
+                format!("Query parameter {k:?} is given more than once."),
+            ));
+        }
+        out.push((k.into_owned(), v.into_owned()));
+    }
+    Ok(out)
+}
+
+fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    params
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+fn page_limit(params: &[(String, String)]) -> Result<usize, Problem> {
+    match param(params, "limit") {
+        None => Ok(DEFAULT_PAGE),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_PAGE).contains(n))
+            .ok_or_else(|| {
+                Problem::bad_request(
+                    "invalid_parameter",
+                    format!("limit must be an integer from 1 to {MAX_PAGE}, not {v:?}."),
+                )
+            }),
+    }
+}
+
+fn catalog_error(e: CatalogError) -> Problem {
+    match e {
+        CatalogError::InvalidCursor => Problem::bad_request(
+            "invalid_cursor",
+            "The cursor is not one this API issued; start again without it.",
+        ),
+    }
+}
+
+impl<S: Store + Clone> App<S> {
+    pub fn new(
+        store: S,
+        catalog: Arc<dyn Catalog>,
+        clock: Arc<dyn Clock>,
+        policy: RateLimitPolicy,
+    ) -> Result<Self, StartError> {
+        let mcp = mcp::service(store.clone(), catalog.clone()).map_err(StartError::Mcp)?;
+        Ok(Self {
+            store,
+            catalog,
+            clock,
+            policy,
+            openapi: OpenApi::load()?,
+            mcp,
+        })
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Answers one request. Never fails: every error becomes a problem response.
+    pub async fn handle(&self, req: Request<Bytes>) -> Response<Bytes> {
+        let started = Instant::now();
+        let request_id = new_request_id();
+        let path = redact_path(req.uri().path()).into_owned();
+        let mut meta = Meta::default();
+        let (reply, retry_after) = match self.respond(&req, &mut meta).await {
+            Ok(r) => (r, None),
+            Err(p) => (
+                Reply {
+                    status: p.status,
+                    content_type: HeaderValue::from_static(problem::CONTENT_TYPE),
+                    extra: HeaderMap::new(),
+                    body: Bytes::from(p.body(&path, &request_id).to_string()),
+                },
+                p.retry_after,
+            ),
+        };
+        let has_body = !reply.body.is_empty();
+        let mut resp = Response::new(reply.body);
+        *resp.status_mut() = reply.status;
+        *resp.headers_mut() = reply.extra;
+        let h = resp.headers_mut();
+        // An accepted MCP notification (202) has no body, hence no type.
+        if has_body {
+            h.insert(header::CONTENT_TYPE, reply.content_type);
+        }
+        if let Ok(v) = HeaderValue::from_str(&request_id) {
+            h.insert(REQUEST_ID_HEADER, v);
+        }
+        if meta.api
+            && let Ok(v) = HeaderValue::from_str(&self.policy.policy_header())
+        {
+            h.insert("ratelimit-policy", v);
+        }
+        if let Some((remaining, reset)) = meta.rate
+            && let Ok(v) = HeaderValue::from_str(&self.policy.limit_header(remaining, reset))
+        {
+            h.insert("ratelimit", v);
+        }
+        if let Some(s) = retry_after {
+            h.insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        if let Some(m) = meta.allow
+            && let Ok(v) = HeaderValue::from_str(m.as_str())
+        {
+            h.insert(header::ALLOW, v);
+        }
+        if reply.status == StatusCode::UNAUTHORIZED {
+            h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        tracing::info!(
+            request_id = %request_id,
+            method = %req.method(),
+            path = %path,
+            status = reply.status.as_u16(),
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            account = meta.account.as_deref().unwrap_or("-"),
+            "request"
+        );
+        resp
+    }
+
+    async fn respond(&self, req: &Request<Bytes>, meta: &mut Meta) -> Result<Reply, Problem> {
+        let path = req.uri().path();
+        let is_mcp = path == "/mcp" || path.starts_with("/mcp/");
+        let rest = match path.strip_prefix(API_PREFIX) {
+            Some(rest) => rest,
+            None if is_mcp => "",
+            None => {
+                return Err(Problem::not_found(
+                    "not_found",
+                    "No such endpoint; the API lives under /api/v1 and MCP at /mcp.",
+                ));
+            }
+        };
+        meta.api = true;
+
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        if req.body().len() > MAX_BODY || declared > MAX_BODY as u64 {
+            return Err(Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("Request bodies are limited to {MAX_BODY} bytes."),
+            ));
+        }
+
+        let auth = if is_mcp {
+            let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+            match segments.as_slice() {
+                ["mcp"] => self.authenticate(req).await?,
+                ["mcp", "k", key] => self.authenticate_key(key).await?,
+                _ => {
+                    return Err(Problem::not_found(
+                        "not_found",
+                        "The MCP endpoint is /mcp (with a Bearer key) or /mcp/k/<API_KEY>.",
+                    ));
+                }
+            }
+        } else {
+            self.authenticate(req).await?
+        };
+        let subject = match &auth {
+            Auth::Key(p) => format!("key:{}", p.key_hash.as_str()),
+            _ => match req.extensions().get::<ClientAddr>() {
+                Some(a) => format!("addr:{}", a.0),
+                None => "addr:unknown".to_owned(),
+            },
+        };
+        self.rate_limit(&subject, meta).await?;
+
+        if is_mcp {
+            return match auth {
+                Auth::Key(p) => {
+                    meta.account = Some(p.account_id.clone());
+                    self.forward_mcp(req, p).await
+                }
+                Auth::Invalid(why) => Err(Problem::unauthorized(why)),
+                Auth::None => Err(Problem::unauthorized(
+                    "MCP needs an API key: Authorization: Bearer <API_KEY>, or the URL /mcp/k/<API_KEY>.",
+                )),
+            };
+        }
+
+        let Some((route, method)) = route(rest) else {
+            return Err(Problem::not_found(
+                "not_found",
+                format!("No endpoint {API_PREFIX}{rest}."),
+            ));
+        };
+        if req.method() != method {
+            meta.allow = Some(method.clone());
+            return Err(Problem::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                format!("{API_PREFIX}{rest} accepts {method} only."),
+            ));
+        }
+        let principal = match auth {
+            Auth::Key(p) => {
+                meta.account = Some(p.account_id.clone());
+                Some(p)
+            }
+            Auth::Invalid(why) => return Err(Problem::unauthorized(why)),
+            Auth::None if route.public() => None,
+            Auth::None => {
+                return Err(Problem::unauthorized(
+                    "This endpoint needs an API key: send Authorization: Bearer <API_KEY>.",
+                ));
+            }
+        };
+
+        match (route, principal) {
+            (Route::Health, _) => Ok(Reply::json(
+                &json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}),
+            )),
+            (Route::OpenApi, _) => Ok(Reply {
+                status: StatusCode::OK,
+                content_type: HeaderValue::from_static("application/json"),
+                extra: HeaderMap::new(),
+                body: self.openapi.bytes.clone(),
+            }),
+            (Route::Catalog, _) => self.catalog_page(req),
+            (Route::Apps, Some(p)) => self.apps(req, &p).await,
+            (Route::FindTools, Some(p)) => self.find_tools(req, &p).await,
+            (Route::Tool, Some(p)) => {
+                let name = rest.trim_start_matches("/tools/");
+                self.tool(name, &p).await
+            }
+            (Route::Runs, Some(p)) => self.runs(req, &p).await,
+            // Private routes without a principal were answered with 401 above.
+            (_, None) => Err(Problem::unauthorized("This endpoint needs an API key.")),
+        }
+    }
+
+    async fn authenticate(&self, req: &Request<Bytes>) -> Result<Auth, Problem> {
+        let Some(value) = req.headers().get(header::AUTHORIZATION) else {
+            return Ok(Auth::None);
+        };
+        let Some(key) = value.to_str().ok().and_then(keys::bearer) else {
+            return Ok(Auth::Invalid(
+                "Use the Bearer scheme: Authorization: Bearer <API_KEY>.",
+            ));
+        };
+        self.authenticate_key(key).await
+    }
+
+    async fn authenticate_key(&self, key: &str) -> Result<Auth, Problem> {
+        const UNKNOWN: &str = "The API key is unknown or revoked.";
+        if !keys::well_formed(key) {
+            return Ok(Auth::Invalid(UNKNOWN));
+        }
+        match self.store.authenticate(&KeyHash::of(key)).await {
+            Ok(Some(p)) => Ok(Auth::Key(p)),
+            Ok(None) => Ok(Auth::Invalid(UNKNOWN)),
+            Err(e) => Err(store_problem(&e)),
+        }
+    }
+
+    /// Hands an authenticated request to the rmcp service. The key never goes along: the URL-key
+    /// path becomes `/mcp` and the Authorization header is dropped.
+    async fn forward_mcp(
+        &self,
+        req: &Request<Bytes>,
+        principal: Principal,
+    ) -> Result<Reply, Problem> {
+        let mut builder = Request::builder()
+            .method(req.method())
+            .uri("/mcp")
+            .version(req.version());
+        for (name, value) in req.headers() {
+            if name != header::AUTHORIZATION {
+                builder = builder.header(name, value);
+            }
+        }
+        let mut forwarded = builder.body(Full::new(req.body().clone())).map_err(|e| {
+            Problem::bad_request("invalid_request", format!("Unusable request: {e}."))
+        })?;
+        forwarded.extensions_mut().insert(principal);
+        let (parts, body) = self.mcp.handle(forwarded).await.into_parts();
+        let body = match body.collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(never) => match never {},
+        };
+        let mut extra = parts.headers;
+        let content_type = extra
+            .remove(header::CONTENT_TYPE)
+            .unwrap_or_else(|| HeaderValue::from_static("application/json"));
+        Ok(Reply {
+            status: parts.status,
+            content_type,
+            extra,
+            body,
+        })
+    }
+
+    async fn rate_limit(&self, subject: &str, meta: &mut Meta) -> Result<(), Problem> {
+        let window = self.policy.window(self.clock.now_ms());
+        match self
+            .store
+            .count_request(subject, &window, self.policy.limit)
+            .await
+        {
+            Ok(Some(count)) => {
+                meta.rate = Some((self.policy.limit.saturating_sub(count), window.reset_s));
+                Ok(())
+            }
+            Ok(None) => {
+                meta.rate = Some((0, window.reset_s));
+                Err(Problem::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    format!(
+                        "More than {} requests in {} s with this key; retry after {} s.",
+                        self.policy.limit, self.policy.window_s, window.reset_s
+                    ),
+                )
+                .with_retry_after(window.reset_s))
+            }
+            Err(e) => Err(store_problem(&e)),
+        }
+    }
+
+    fn catalog_page(&self, req: &Request<Bytes>) -> Result<Reply, Problem> {
+        let params = query(req, &["category", "cursor", "limit"])?;
+        let limit = page_limit(&params)?;
+        let filter = AppFilter {
+            category: param(&params, "category"),
+            search: None,
+        };
+        let page = self
+            .catalog
+            .apps(filter, param(&params, "cursor"), limit)
+            .map_err(catalog_error)?;
+        Ok(Reply::json(
+            &json!({"apps": page.items, "next_cursor": page.next_cursor}),
+        ))
+    }
+
+    async fn connected(&self, p: &Principal) -> Result<std::collections::HashSet<String>, Problem> {
+        self.store
+            .connected_apps(&p.account_id)
+            .await
+            .map_err(|e| store_problem(&e))
+    }
+
+    async fn apps(&self, req: &Request<Bytes>, p: &Principal) -> Result<Reply, Problem> {
+        let params = query(req, &["search", "cursor", "limit"])?;
+        let limit = page_limit(&params)?;
+        let filter = AppFilter {
+            category: None,
+            search: param(&params, "search").filter(|s| !s.trim().is_empty()),
+        };
+        let page = self
+            .catalog
+            .apps(filter, param(&params, "cursor"), limit)
+            .map_err(catalog_error)?;
+        let connected = self.connected(p).await?;
+        let apps: Vec<Value> = page
+            .items
+            .iter()
+            .map(|a| {
+                let mut v = json!(a);
+                v["connection_status"] = connection_status(connected.contains(&a.id)).into();
+                v
+            })
+            .collect();
+        Ok(Reply::json(
+            &json!({"apps": apps, "next_cursor": page.next_cursor}),
+        ))
+    }
+
+    fn json_body(
+        &self,
+        req: &Request<Bytes>,
+        validator: &jsonschema::Validator,
+    ) -> Result<Value, Problem> {
+        let ct = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let essence = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if essence != "application/json" {
+            return Err(Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "Send the body as JSON with Content-Type: application/json.",
+            ));
+        }
+        let v: Value = serde_json::from_slice(req.body()).map_err(|e| {
+            Problem::bad_request(
+                "malformed_json",
+                format!("The body is not valid JSON: {e}."),
+            )
+        })?;
+        let errors = openapi::violations(validator, &v);
+        if !errors.is_empty() {
+            return Err(Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "The body does not match the request schema; see errors.",
+            )
+            .with_errors(errors));
+        }
+        Ok(v)
+    }
+
+    async fn find_tools(&self, req: &Request<Bytes>, p: &Principal) -> Result<Reply, Problem> {
+        query(req, &[])?;
+        let body = self.json_body(req, &self.openapi.find_tools_request)?;
+        // The schema guarantees the shapes below.
+        let q = body["query"].as_str().unwrap_or_default();
+        let app = body.get("app").and_then(Value::as_str);
+        let limit = body
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_TOOLS, |n| n as usize);
+        if let Some(app) = app
+            && self.catalog.app(app).is_none()
+        {
+            return Err(Problem::not_found(
+                "app_not_found",
+                format!("No app {app:?} in the catalog; GET /apps?search= finds app ids."),
+            ));
+        }
+        let found = self.catalog.find_tools(q, app, limit);
+        let connected = self.connected(p).await?;
+        let tools: Vec<Value> = found
+            .hits
+            .iter()
+            .map(|h| {
+                let description = self
+                    .catalog
+                    .tool(&h.tool)
+                    .map(|t| t.description)
+                    .unwrap_or_default();
+                json!({
+                    "name": h.tool,
+                    "app": h.app,
+                    "description": description,
+                    "score": h.score,
+                    "matched_terms": h.matched_terms,
+                    "connection_status": connection_status(connected.contains(&h.app)),
+                })
+            })
+            .collect();
+        Ok(Reply::json(&json!({"tools": tools, "hint": found.hint})))
+    }
+
+    async fn tool(&self, name: &str, p: &Principal) -> Result<Reply, Problem> {
+        let Some(tool) = self.catalog.tool(name) else {
+            return Err(Problem::not_found(
+                "tool_not_found",
+                format!("No tool {name:?}; POST /tools/find finds tools for a task."),
+            ));
+        };
+        let connected = self.connected(p).await?;
+        let mut v = json!(tool);
+        v["connection_status"] = connection_status(connected.contains(&tool.app)).into();
+        Ok(Reply::json(&v))
+    }
+
+    async fn runs(&self, req: &Request<Bytes>, p: &Principal) -> Result<Reply, Problem> {
+        query(req, &[])?;
+        let runs = self
+            .store
+            .latest_runs(&p.account_id, LATEST)
+            .await
+            .map_err(|e| store_problem(&e))?;
+        let runs: Vec<Value> = runs.iter().map(|r| r.to_json()).collect();
+        Ok(Reply::json(&json!({"runs": runs, "next_cursor": null})))
+    }
+}
