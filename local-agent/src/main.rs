@@ -12,6 +12,7 @@ use local_agent::engine::report;
 use local_agent::engine::source::{self, FrameFeed, ReplayFeed, SimulatorFeed};
 use local_agent::engine::{DEFAULT_PORT, Engine, EngineConfig, PORT_ENV};
 use local_agent::sensing::pipeline::PipelineConfig;
+use local_agent::store::routine::RoutineStore;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -34,6 +35,17 @@ enum Command {
     Run(RunArgs),
     /// Process a recording offline, as fast as possible, and print per-window estimates.
     Replay(ReplayArgs),
+    /// Manage the learned routine (stop the agent first).
+    Baseline {
+        #[command(subcommand)]
+        action: BaselineAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum BaselineAction {
+    /// Forget every learned night and the night in progress; learning starts over.
+    Reset,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -67,6 +79,11 @@ struct RunArgs {
     /// Port on 127.0.0.1.
     #[arg(long, env = PORT_ENV, default_value_t = DEFAULT_PORT)]
     port: u16,
+    /// Run the fall monitor on simulated or replayed data (a demonstration: try
+    /// `--scene fall --demo-fall`). Without it /fall reports `active: false` for those sources.
+    /// Alerts raised in this mode are real alerts; routine learning stays off.
+    #[arg(long)]
+    demo_fall: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -100,6 +117,8 @@ enum CliError {
     Runtime(#[source] std::io::Error),
     #[error("cannot write the report: {0}")]
     Output(String),
+    #[error(transparent)]
+    Store(#[from] local_agent::store::routine::RoutineStoreError),
 }
 
 fn main() -> ExitCode {
@@ -109,6 +128,9 @@ fn main() -> ExitCode {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
         Some(Command::Replay(args)) => replay(&args),
+        Some(Command::Baseline {
+            action: BaselineAction::Reset,
+        }) => baseline_reset(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -152,6 +174,7 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         let config = EngineConfig {
             port: args.port,
             pipeline: PipelineConfig::default(),
+            demo_fall: args.demo_fall,
             ..EngineConfig::default()
         };
         let engine = Engine::start(config, feed).await?;
@@ -189,6 +212,16 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = term => {},
     }
+}
+
+fn baseline_reset() -> Result<(), CliError> {
+    let (mut store, _) = RoutineStore::open_default()?;
+    let nights = store.reset()?;
+    println!(
+        "forgot {nights} stored nights in {}; the routine is learned again from the next live night",
+        store.path().display()
+    );
+    Ok(())
 }
 
 fn replay(args: &ReplayArgs) -> Result<(), CliError> {

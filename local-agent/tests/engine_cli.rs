@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use engine_support::{Contract, raw};
+use engine_support::{Contract, raw, temp_data_dir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_local-agent");
 
@@ -15,6 +15,7 @@ fn run_to_end(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .env_remove("SERVICE_ENGINE_PORT")
+        .env("SERVICE_DATA_DIR", temp_data_dir())
         .env("RUST_LOG", "warn")
         .output()
         .expect("the binary runs")
@@ -109,6 +110,7 @@ async fn service_engine_port_is_honoured_and_sigterm_stops_cleanly() {
     // No arguments at all: `local-agent` is `local-agent run` on the demo scene.
     let mut child = Command::new(BIN)
         .env("SERVICE_ENGINE_PORT", port.to_string())
+        .env("SERVICE_DATA_DIR", temp_data_dir())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -236,7 +236,7 @@ impl FallMonitor {
         }
 
         // Motion bookkeeping.
-        if !e.moving {
+        if !e.moving && burst > 0.0 {
             let floor = *self.floor.get_or_insert(burst);
             if burst > self.cfg.stir_ratio * floor {
                 self.last_stir_t = Some(t_s);

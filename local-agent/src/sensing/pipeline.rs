@@ -70,9 +70,11 @@ pub struct Estimates {
     pub moving: bool,
     /// Links (node, layout) currently contributing.
     pub links: usize,
-    /// Unsmoothed motion of the latest grid tick relative to the link's threshold (1.0 =
-    /// threshold; max over links). `motion` is smoothed for display and presence; this keeps the
-    /// short burst of a fall's impact for the fall monitor.
+    /// Unsmoothed motion of the latest grid tick: the mean packet-to-packet amplitude change
+    /// (relative to the mean amplitude), max over links. Not calibrated: only its ratio to the
+    /// same link's recent level means anything (a recalibration must not move it). `motion` is
+    /// smoothed for display and presence; this keeps the short burst of a fall's impact for the
+    /// fall monitor.
     pub motion_burst: f64,
 }
 
@@ -201,7 +203,7 @@ impl Link {
         if done.len() < n {
             return;
         }
-        let burst = f64::from(self.motion.take_peak() / self.presence.threshold().max(1e-6));
+        let burst = f64::from(self.motion.take_peak());
         let b = self.vitals.breathing;
         let evidence = BreathEvidence {
             analysed: b.analysed,

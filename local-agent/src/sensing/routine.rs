@@ -19,8 +19,9 @@
 //! from turning minutes into alarms.
 //!
 //! **Checks** run every `check_every_s` of live data once `nights_required` nights are learned:
-//! - the finished night's features against the baseline (|z| > `z_threshold`), shown during the
-//!   day that follows it;
+//! - the finished night's features against the baseline (|z| > `z_threshold`; bouts only when
+//!   more than usual; the longest stillness is summarised but not judged, see `night_signals`),
+//!   shown during the day that follows it;
 //! - during the night in progress: no activity after sleep onset by the usual wake time plus
 //!   max(2·σ, 1 h) ("no wake-up"), and more activity bouts so far than the baseline allows
 //!   (z > `z_threshold`).
@@ -672,7 +673,17 @@ impl RoutineLearner {
                         continue;
                     };
                     let z = stat.z(name, x);
-                    if z.abs() > thr {
+                    let fires = match name {
+                        // Fewer bouts than usual is not a concern; more is.
+                        NIGHT_BOUTS => z > thr,
+                        // Whether a night has a bed exit splits the longest stillness in two
+                        // (a bimodal feature: one quiet night after three with a bed exit is
+                        // "beyond the maximum"), so it is shown in the baseline but not judged;
+                        // stillness that matters is the no-wake-up rule's job.
+                        LONGEST_STILL => false,
+                        _ => z.abs() > thr,
+                    };
+                    if fires {
                         out.push(if name == NIGHT_BOUTS {
                             bouts_signal(x, stat, z)
                         } else {
