@@ -164,6 +164,10 @@ impl Watch {
     /// Puts the watchers' records into a snapshot.
     pub fn fill(&self, snap: &mut super::runner::Snapshot) {
         snap.fall = self.fall_record();
+        if self.source.is_live() && snap.fleet.nodes_online == 0 {
+            // A hub with no node online has no live data.
+            snap.fall.active = false;
+        }
         snap.anomaly = self.anomaly_record();
         snap.baseline = self.baseline_record();
     }
