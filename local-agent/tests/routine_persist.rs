@@ -211,7 +211,9 @@ async fn the_agent_serves_stored_nights_and_keeps_them_across_sigkill() {
     assert_eq!(opened, local_agent::store::Opened::Intact);
     let episodes = store.episodes().unwrap();
     assert!(
-        episodes.iter().any(|e| e.0 == alert_id && e.1 == "fall"),
+        episodes
+            .iter()
+            .any(|e| e.id == alert_id && e.kind == "fall"),
         "{episodes:?}"
     );
 }

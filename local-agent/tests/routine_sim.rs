@@ -174,14 +174,12 @@ fn a_night_without_wake_up_is_an_anomaly_named_in_the_detail_and_not_learned() {
     let start = night_start(nth(5), &tz()).unwrap();
     let mut entered = 0;
     let mut first_anomaly: Option<Timestamp> = None;
-    let mut step = 0;
-    for s in (-30 * 60..12 * 3600).step_by(STEP_S as usize) {
+    for (step, s) in (-30 * 60..12 * 3600).step_by(STEP_S as usize).enumerate() {
         let now = plus_minutes(start, 0)
             .unwrap()
             .checked_add(jiff::SignedDuration::from_secs(s))
             .unwrap();
-        let (e, occ) = at(&plan, s.div_euclid(60), step);
-        step += 1;
+        let (e, occ) = at(&plan, s.div_euclid(60), step as i64);
         if l.observe(now, &e, occ, true).anomaly_entered {
             entered += 1;
         }

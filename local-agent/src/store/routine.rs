@@ -63,6 +63,18 @@ pub struct Loaded {
     pub skipped: usize,
 }
 
+/// A stored fall or no-breathing episode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Episode {
+    /// The alert id raised for it.
+    pub id: String,
+    /// `fall` or `no_breathing`.
+    pub kind: String,
+    /// RFC 3339.
+    pub since: String,
+    pub cleared_at: Option<String>,
+}
+
 /// The open store.
 pub struct RoutineStore {
     conn: Connection,
@@ -230,16 +242,21 @@ impl RoutineStore {
             .map_err(|e| self.err(e))
     }
 
-    /// Episodes stored, newest first: (id, kind, since, cleared_at).
-    pub fn episodes(
-        &self,
-    ) -> Result<Vec<(String, String, String, Option<String>)>, RoutineStoreError> {
+    /// Episodes stored, newest first.
+    pub fn episodes(&self) -> Result<Vec<Episode>, RoutineStoreError> {
         let mut stmt = self
             .conn
             .prepare("SELECT id, kind, since, cleared_at FROM fall_episodes ORDER BY since DESC")
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .query_map([], |r| {
+                Ok(Episode {
+                    id: r.get(0)?,
+                    kind: r.get(1)?,
+                    since: r.get(2)?,
+                    cleared_at: r.get(3)?,
+                })
+            })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
