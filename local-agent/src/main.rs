@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use local_agent::engine::report;
 use local_agent::engine::source::{self, FrameFeed, ReplayFeed, SimulatorFeed};
 use local_agent::engine::{DEFAULT_PORT, Engine, EngineConfig, PORT_ENV};
+use local_agent::sensing::fall::FallConfig;
 use local_agent::sensing::pipeline::PipelineConfig;
 use local_agent::store::routine::RoutineStore;
 
@@ -84,6 +85,12 @@ struct RunArgs {
     /// Alerts raised in this mode are real alerts; routine learning stays off.
     #[arg(long)]
     demo_fall: bool,
+    /// Seconds of stillness after an impact before the fall monitor reports `fallen`.
+    #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
+    fall_stillness_s: f64,
+    /// Seconds without an accepted breath (someone present and still) before `no_breathing`.
+    #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
+    no_breath_s: f64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -113,6 +120,8 @@ enum CliError {
     MissingFile,
     #[error("--window-s must be a positive number of seconds, got {0}")]
     BadWindow(f64),
+    #[error("{0} must be between 5 and 3600 seconds, got {1}")]
+    BadDelay(&'static str, f64),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error("cannot write the report: {0}")]
@@ -152,6 +161,14 @@ fn init_tracing() {
 }
 
 fn run(args: RunArgs) -> Result<(), CliError> {
+    for (name, v) in [
+        ("--fall-stillness-s", args.fall_stillness_s),
+        ("--no-breath-s", args.no_breath_s),
+    ] {
+        if !(v.is_finite() && (5.0..=3600.0).contains(&v)) {
+            return Err(CliError::BadDelay(name, v));
+        }
+    }
     let feed: Box<dyn FrameFeed> = match args.source {
         SourceArg::Simulator => {
             if args.fast {
@@ -175,6 +192,11 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             port: args.port,
             pipeline: PipelineConfig::default(),
             demo_fall: args.demo_fall,
+            fall: FallConfig {
+                fallen_after_s: args.fall_stillness_s,
+                no_breath_after_s: args.no_breath_s,
+                ..FallConfig::default()
+            },
             ..EngineConfig::default()
         };
         let engine = Engine::start(config, feed).await?;

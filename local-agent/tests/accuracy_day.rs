@@ -88,3 +88,26 @@ fn the_whole_day_raises_no_alarm() {
     println!("day: {t:.0} s simulated, alarms {alarms:?}");
     assert!(alarms.is_empty(), "{alarms:?}");
 }
+
+/// One uninterrupted hour asleep in bed (the exposure the capped day shortens): no
+/// no-breathing alarm while the sleeper's breathing is only caught now and then.
+#[test]
+#[ignore = "an hour of frames (~4 min in the dev profile): run explicitly"]
+fn an_hour_asleep_raises_no_alarm() {
+    let script = vec![
+        Segment {
+            duration_s: 60.0,
+            activity: Activity::Walk,
+        },
+        Segment {
+            duration_s: 3600.0,
+            activity: Activity::LieDownSlowly {
+                breathing_bpm: 12.5,
+                heart_bpm: 58.0,
+            },
+        },
+    ];
+    let (t, alarms) = play(script, 24);
+    println!("asleep: {t:.0} s simulated, alarms {alarms:?}");
+    assert!(alarms.is_empty(), "{alarms:?}");
+}
