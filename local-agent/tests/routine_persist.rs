@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use engine_support::{Contract, raw, temp_data_dir};
 use jiff::civil::Date;
 use jiff::tz::{self, TimeZone};
-use local_agent::alerts::LogSink;
+use local_agent::alerts::{AlertKind, AlertSink, LogSink, NewAlert};
 use local_agent::engine::source::SourceKind;
 use local_agent::engine::watchers::{Watch, WatchConfig};
 use local_agent::sensing::fall::FallConfig;
@@ -38,6 +38,10 @@ fn routine_cfg() -> RoutineConfig {
 }
 
 fn watch(dir: &Path) -> Watch {
+    watch_with(dir, std::sync::Arc::new(LogSink))
+}
+
+fn watch_with(dir: &Path, sink: std::sync::Arc<dyn AlertSink>) -> Watch {
     let (store, _) = RoutineStore::open(&dir.join(FILE)).unwrap();
     Watch::new(WatchConfig {
         source: SourceKind::Hub,
@@ -45,8 +49,17 @@ fn watch(dir: &Path) -> Watch {
         demo_fall: false,
         routine: routine_cfg(),
         store: Some(store),
-        sink: std::sync::Arc::new(LogSink),
+        sink,
     })
+}
+
+#[derive(Default)]
+struct Collect(std::sync::Mutex<Vec<NewAlert>>);
+
+impl AlertSink for Collect {
+    fn raise(&self, alert: NewAlert) {
+        self.0.lock().unwrap().push(alert);
+    }
 }
 
 /// Live estimates of an ordinary night, one every 30 s from 21:00 for `hours`.
@@ -56,10 +69,15 @@ fn play(w: &mut Watch, night: Date, hours: i64) {
 
 /// As `play`, from `from_s` to `to_s` seconds after 21:00.
 fn play_range(w: &mut Watch, night: Date, from_s: i64, to_s: i64) {
+    play_with_wake(w, night, from_s, to_s, 600);
+}
+
+/// As `play_range`, asleep from 23:00 until `wake` minutes after 21:00.
+fn play_with_wake(w: &mut Watch, night: Date, from_s: i64, to_s: i64, wake: i64) {
     let start = night_start(night, &routine_cfg().tz).unwrap();
     for (i, s) in (from_s..to_s).step_by(30).enumerate() {
         let m = s / 60;
-        let asleep = (120..600).contains(&m);
+        let asleep = (120..wake).contains(&m);
         let moving = !asleep && i % 4 == 0;
         let e = Estimates {
             present: true,
@@ -117,6 +135,43 @@ fn learned_nights_and_the_night_in_progress_survive_a_restart() {
     let mut w = watch(&dir);
     play_range(&mut w, night(4), 6 * 3600, 13 * 3600);
     assert_eq!(w.baseline_record().nights_observed, 5);
+}
+
+#[test]
+fn a_night_without_wake_up_raises_one_anomaly_alert_through_the_sink() {
+    let contract = Contract::load();
+    let dir = temp_data_dir();
+    learn_four_nights(&dir);
+    let sink = std::sync::Arc::new(Collect::default());
+    let mut w = watch_with(&dir, sink.clone());
+    assert_eq!(w.anomaly_record().nights_observed, 4);
+    // Still in bed at 10:00.
+    play_with_wake(&mut w, night(4), 0, 13 * 3600, 13 * 60);
+    let raised = sink.0.lock().unwrap().clone();
+    let anomalies: Vec<_> = raised
+        .iter()
+        .filter(|a| a.kind == AlertKind::Anomaly)
+        .collect();
+    assert_eq!(anomalies.len(), 1, "{raised:?}");
+    assert!(anomalies[0].message.contains("up by"), "{:?}", anomalies[0]);
+    let record = serde_json::to_value(w.anomaly_record()).unwrap();
+    contract.check("Anomaly", &record);
+    // After 09:00 the finished night's features carry the episode: the late wake-up is among
+    // them (the alert above was raised by the in-night no-wake-up rule).
+    assert_eq!(record["status"], "anomaly");
+    let names: Vec<&str> = record["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"wake_time"), "{names:?}");
+    contract.check(
+        "Baseline",
+        &serde_json::to_value(w.baseline_record()).unwrap(),
+    );
+    // The anomalous night was not learned.
+    assert_eq!(w.baseline_record().nights_observed, 4);
 }
 
 fn free_port() -> u16 {

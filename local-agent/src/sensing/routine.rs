@@ -26,8 +26,9 @@
 //!   max(2·σ, 1 h) ("no wake-up"), and more activity bouts so far than the baseline allows
 //!   (z > `z_threshold`).
 //!
-//! A signal must fire on two consecutive checks before the status becomes `anomaly`; a night
-//! during which the status was `anomaly` is never learned from.
+//! A signal must fire on two consecutive checks before the status becomes `anomaly`; it stays
+//! `anomaly` while any signal fires. A night during which the status was `anomaly` is never
+//! learned from.
 
 use std::collections::BTreeMap;
 
@@ -612,10 +613,17 @@ impl RoutineLearner {
             },
         };
         let names_now: Vec<&'static str> = fired.iter().map(|s| s.name).collect();
-        let confirmed: Vec<Signal> = fired
-            .into_iter()
-            .filter(|s| self.previous.contains(&s.name))
-            .collect();
+        // Entering needs the same signal on two consecutive checks; an episode already under
+        // way lasts while any signal fires (the finished night's verdict taking over from the
+        // in-night rule at 09:00 is the same episode, not a new alert).
+        let confirmed: Vec<Signal> = if self.status == Status::Anomaly {
+            fired
+        } else {
+            fired
+                .into_iter()
+                .filter(|s| self.previous.contains(&s.name))
+                .collect()
+        };
         self.previous = names_now;
         let was = self.status;
         if confirmed.is_empty() {
