@@ -92,7 +92,7 @@ fn the_whole_day_raises_no_alarm() {
 /// One uninterrupted hour asleep in bed (the exposure the capped day shortens): no
 /// no-breathing alarm while the sleeper's breathing is only caught now and then.
 #[test]
-#[ignore = "an hour of frames (~4 min in the dev profile): run explicitly"]
+#[ignore = "an hour of frames (~5.5 min in the dev profile): run explicitly"]
 fn an_hour_asleep_raises_no_alarm() {
     let script = vec![
         Segment {

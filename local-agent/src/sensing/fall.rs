@@ -8,8 +8,8 @@
 //! - `calibrating`: the first `calibration_s` of data; nothing is judged yet.
 //! - `monitoring`: normal.
 //! - `impact`: a motion episode ended in an impact (see below) and the person has not moved since.
-//! - `fallen`: the impact was followed by `fallen_after_s` of stillness with nobody walking
-//!   away. Raises one `fall` alert.
+//! - `fallen`: the impact was followed by `fallen_after_s` without movement. Raises one `fall`
+//!   alert.
 //! - `no_breathing`: someone whose breathing was being tracked reliably is still there, still,
 //!   and no breath has been accepted for `no_breath_after_s`. Raises one `no_breathing` alert.
 //! - `cleared`: movement resumed after `fallen`/`no_breathing`; back to `monitoring` after
@@ -33,7 +33,7 @@
 //! **Someone is still there.** The pipeline's presence lapses for a person lying motionless
 //! whose breathing it cannot measure (its still bridge expires once a breathing window found
 //! nothing), so `impact → fallen` does not require the pipeline's presence: walking out of the
-//! room ends in a fading episode, not an impact. For `no_breathing` the monitor keeps its own
+//! room usually ends in a fading episode, not an impact (not always; see the thresholds above). For `no_breathing` the monitor keeps its own
 //! occupancy: set by the pipeline's presence, cleared only when the pipeline reports the room
 //! empty *and* the last thing seen was a motion episode (someone walking out), never by
 //! stillness alone.
