@@ -14,12 +14,14 @@ use local_agent::alerts::cli::{self as alerts_cli, AwayCommand, TestResult};
 use local_agent::alerts::{Alerts, AlertsError, AwayMode};
 use local_agent::engine::report;
 use local_agent::engine::source::{self, FrameFeed, ReplayFeed, SimulatorFeed};
-use local_agent::engine::{DEFAULT_PORT, Engine, EngineConfig, PORT_ENV};
+use local_agent::engine::{DEFAULT_PORT, Engine, EngineConfig, PORT_ENV, SharedSink};
 use local_agent::hub::auth::{TokenRule, parse_allow_list};
 use local_agent::hub::emulator::{self, EmulatorOptions};
 use local_agent::hub::registry::{Registry, RegistryConfig};
 use local_agent::hub::{self, Hub, HubConfig, HubDeps};
+use local_agent::sensing::fall::FallConfig;
 use local_agent::sensing::pipeline::PipelineConfig;
+use local_agent::store::routine::RoutineStore;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -51,6 +53,11 @@ enum Command {
     },
     /// Switch away mode of the running agent on or off, or show it.
     Away(AwayArgs),
+    /// Manage the learned routine (stop the agent first).
+    Baseline {
+        #[command(subcommand)]
+        action: BaselineAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -73,6 +80,12 @@ struct AwayArgs {
     /// The running agent's hub port (its control route is loopback-only).
     #[arg(long, env = alerts_cli::CONTROL_PORT_ENV, default_value_t = alerts_cli::DEFAULT_CONTROL_PORT)]
     port: u16,
+}
+
+#[derive(Debug, Subcommand)]
+enum BaselineAction {
+    /// Forget every learned night and the night in progress; learning starts over.
+    Reset,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -108,6 +121,17 @@ struct RunArgs {
     /// Port on 127.0.0.1.
     #[arg(long, env = PORT_ENV, default_value_t = DEFAULT_PORT)]
     port: u16,
+    /// Run the fall monitor on simulated or replayed data (a demonstration: try
+    /// `--scene fall --demo-fall`). Without it /fall reports `active: false` for those sources.
+    /// Alerts raised in this mode are real alerts; routine learning stays off.
+    #[arg(long)]
+    demo_fall: bool,
+    /// Seconds of stillness after an impact before the fall monitor reports `fallen`.
+    #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
+    fall_stillness_s: f64,
+    /// Seconds without an accepted breath (someone present and still) before `no_breathing`.
+    #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
+    no_breath_s: f64,
     /// Hub port (HTTP API and WebSocket ingest) on all interfaces.
     #[arg(long, env = hub::PORT_ENV, default_value_t = hub::DEFAULT_PORT)]
     hub_port: u16,
@@ -166,6 +190,8 @@ enum CliError {
     MissingFile,
     #[error("--window-s must be a positive number of seconds, got {0}")]
     BadWindow(f64),
+    #[error("{0} must be between 5 and 3600 seconds, got {1}")]
+    BadDelay(&'static str, f64),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error("cannot write the report: {0}")]
@@ -182,6 +208,8 @@ enum CliError {
     Allow(#[from] hub::auth::BadAllowEntry),
     #[error(transparent)]
     Emulator(#[from] emulator::EmulatorError),
+    #[error(transparent)]
+    Store(#[from] local_agent::store::routine::RoutineStoreError),
 }
 
 fn main() -> ExitCode {
@@ -196,6 +224,9 @@ fn main() -> ExitCode {
         }) => alert_test(),
         Some(Command::Away(args)) => away(&args),
         Some(Command::NodeEmulator(args)) => node_emulator(&args),
+        Some(Command::Baseline {
+            action: BaselineAction::Reset,
+        }) => baseline_reset(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -219,6 +250,14 @@ fn init_tracing() {
 fn run(args: RunArgs) -> Result<(), CliError> {
     let registry = Arc::new(Registry::new(RegistryConfig::default()));
     let mut sink = None;
+    for (name, v) in [
+        ("--fall-stillness-s", args.fall_stillness_s),
+        ("--no-breath-s", args.no_breath_s),
+    ] {
+        if !(v.is_finite() && (5.0..=3600.0).contains(&v)) {
+            return Err(CliError::BadDelay(name, v));
+        }
+    }
     let feed: Box<dyn FrameFeed> = match args.source {
         SourceArg::Simulator => {
             if args.fast {
@@ -251,6 +290,14 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         let config = EngineConfig {
             port: args.port,
             pipeline: PipelineConfig::default(),
+            demo_fall: args.demo_fall,
+            fall: FallConfig {
+                fallen_after_s: args.fall_stillness_s,
+                no_breath_after_s: args.no_breath_s,
+                ..FallConfig::default()
+            },
+            // Fall, no-breathing and anomaly alerts go through the same durable outbox.
+            alerts: SharedSink(alerts.sink()),
             ..EngineConfig::default()
         };
         // The hub always runs (GET /alerts, the away-mode control route, node set-up); node
@@ -349,6 +396,16 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = term => {},
     }
+}
+
+fn baseline_reset() -> Result<(), CliError> {
+    let (mut store, _) = RoutineStore::open_default()?;
+    let nights = store.reset()?;
+    println!(
+        "forgot {nights} stored nights in {}; the routine is learned again from the next live night",
+        store.path().display()
+    );
+    Ok(())
 }
 
 fn replay(args: &ReplayArgs) -> Result<(), CliError> {

@@ -60,6 +60,21 @@ fn replay_of_a_missing_file_fails_clearly() {
 }
 
 #[test]
+fn fall_delays_outside_their_range_are_refused_before_starting() {
+    for args in [
+        ["run", "--fall-stillness-s", "0"],
+        ["run", "--no-breath-s", "NaN"],
+        ["run", "--fall-stillness-s", "100000"],
+    ] {
+        let out = run_to_end(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(args[1]), "{stderr}");
+        assert!(stderr.contains("between 5 and 3600 seconds"), "{stderr}");
+    }
+}
+
+#[test]
 fn run_with_replay_source_and_missing_file_fails_clearly() {
     let out = run_to_end(&["run", "--source", "replay", "--file", "/nope/rec.npz"]);
     assert_eq!(out.status.code(), Some(1));

@@ -5,7 +5,7 @@ mod engine_support;
 use std::process::Command;
 use std::time::Duration;
 
-use engine_support::{Contract, csi_data, get, wait_for};
+use engine_support::{Contract, csi_data, get, temp_data_dir, wait_for};
 use local_agent::engine::source::ReplayFeed;
 use local_agent::engine::{Engine, EngineConfig};
 
@@ -17,6 +17,7 @@ async fn a_fast_replay_plays_out_and_health_then_reports_not_ok() {
     let feed = ReplayFeed::open(&csi_data(RUVIEW), None).expect("recording opens");
     let config = EngineConfig {
         port: 0,
+        data_dir: Some(temp_data_dir()),
         ..EngineConfig::default()
     };
     let engine = Engine::start(config, Box::new(feed))

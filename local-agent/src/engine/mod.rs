@@ -20,14 +20,21 @@ pub mod routes;
 pub mod runner;
 pub mod server;
 pub mod source;
+pub mod watchers;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::alerts::{AlertSink, LogSink};
+use crate::sensing::fall::FallConfig;
 use crate::sensing::pipeline::PipelineConfig;
+use crate::sensing::routine::RoutineConfig;
+use crate::store::routine::{FILE as ROUTINE_FILE, RoutineStore};
 use runner::{Runner, SnapshotReceiver};
 use server::Limits;
 use source::{FeedHandle, FrameFeed};
@@ -45,6 +52,14 @@ pub struct EngineConfig {
     pub port: u16,
     pub pipeline: PipelineConfig,
     pub limits: Limits,
+    pub fall: FallConfig,
+    /// Run the fall monitor on simulated or replayed data, for demonstrations. Never learns.
+    pub demo_fall: bool,
+    pub routine: RoutineConfig,
+    /// Where `routine.db` lives; `None` resolves `SERVICE_DATA_DIR` or the platform default.
+    pub data_dir: Option<PathBuf>,
+    /// Where fall, no-breathing and anomaly alerts go.
+    pub alerts: SharedSink,
 }
 
 impl Default for EngineConfig {
@@ -53,6 +68,48 @@ impl Default for EngineConfig {
             port: DEFAULT_PORT,
             pipeline: PipelineConfig::default(),
             limits: Limits::default(),
+            fall: FallConfig::default(),
+            demo_fall: false,
+            routine: RoutineConfig::default(),
+            data_dir: None,
+            alerts: SharedSink::default(),
+        }
+    }
+}
+
+/// An alert sink shared by the watchers ([`LogSink`] by default).
+#[derive(Clone)]
+pub struct SharedSink(pub Arc<dyn AlertSink>);
+
+impl Default for SharedSink {
+    fn default() -> Self {
+        Self(Arc::new(LogSink))
+    }
+}
+
+impl std::fmt::Debug for SharedSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedSink")
+    }
+}
+
+/// Opens the routine store, or logs why the engine runs without one.
+fn open_routine_store(dir: Option<PathBuf>) -> Option<RoutineStore> {
+    let dir = match dir {
+        Some(d) => d,
+        None => match crate::store::data_dir() {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::error!(error = %e, "no data directory; the routine will not be saved");
+                return None;
+            }
+        },
+    };
+    match RoutineStore::open(&dir.join(ROUTINE_FILE)) {
+        Ok((store, _)) => Some(store),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot open the routine store; it will not be saved");
+            None
         }
     }
 }
@@ -107,7 +164,15 @@ impl Engine {
         })?;
         let kind = feed.kind();
         let feed = FeedHandle::spawn(feed).map_err(EngineError::Thread)?;
-        let runner = Runner::spawn(feed, config.pipeline).map_err(EngineError::Thread)?;
+        let watch = watchers::Watch::new(watchers::WatchConfig {
+            source: kind,
+            fall: config.fall,
+            demo_fall: config.demo_fall,
+            routine: config.routine,
+            store: open_routine_store(config.data_dir),
+            sink: config.alerts.0,
+        });
+        let runner = Runner::spawn(feed, config.pipeline, watch).map_err(EngineError::Thread)?;
         let snapshots = runner.snapshots();
         let (shutdown, shutdown_rx) = watch::channel(false);
         let server = tokio::spawn(server::serve(

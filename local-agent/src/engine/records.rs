@@ -131,25 +131,8 @@ impl AnomalyRecord {
     }
 }
 
-/// `state` of `GET /fall`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FallState {
-    Calibrating,
-    Monitoring,
-    Impact,
-    Fallen,
-    NoBreathing,
-    Cleared,
-}
-
-/// `alert.kind` of `GET /fall`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FallAlertKind {
-    Fall,
-    NoBreathing,
-}
+/// `state` of `GET /fall` and `alert.kind`: the fall monitor's own types.
+pub use crate::sensing::fall::{FallAlarm as FallAlertKind, FallState};
 
 /// The current fall or no-breathing alert.
 #[derive(Debug, Clone, PartialEq, Serialize)]

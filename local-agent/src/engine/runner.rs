@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use super::records::{AnomalyRecord, BaselineRecord, FallRecord, Fleet};
 use super::source::{FeedHandle, SourceEvent, SourceKind};
+use super::watchers::Watch;
 use crate::sensing::pipeline::{Estimates, Pipeline, PipelineConfig};
 
 /// Everything a handler needs, frozen at one instant.
@@ -97,15 +98,18 @@ pub struct Runner {
 const MAX_BATCH: usize = 256;
 
 impl Runner {
-    /// Starts the runner thread on `feed` with a fresh pipeline.
-    pub fn spawn(feed: FeedHandle, config: PipelineConfig) -> std::io::Result<Self> {
-        let initial = Arc::new(Snapshot::initial(feed.kind));
+    /// Starts the runner thread on `feed` with a fresh pipeline; `watch` (the fall monitor and
+    /// routine learner) sees every published estimate.
+    pub fn spawn(feed: FeedHandle, config: PipelineConfig, watch: Watch) -> std::io::Result<Self> {
+        let mut first = Snapshot::initial(feed.kind);
+        watch.fill(&mut first);
+        let initial = Arc::new(first);
         let (tx, snapshots) = watch::channel(initial);
         let stop = Arc::new(AtomicBool::new(false));
         let stop_thread = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("runner".to_string())
-            .spawn(move || run(feed, Pipeline::new(config), tx, &stop_thread))?;
+            .spawn(move || run(feed, Pipeline::new(config), watch, tx, &stop_thread))?;
         Ok(Self {
             snapshots,
             stop,
@@ -166,10 +170,12 @@ impl RateMeter {
 fn run(
     feed: FeedHandle,
     mut pipeline: Pipeline,
+    mut watch: Watch,
     tx: watch::Sender<Arc<Snapshot>>,
     stop: &AtomicBool,
 ) {
     let mut snap = Snapshot::initial(feed.kind);
+    watch.fill(&mut snap);
     let mut rate = RateMeter::new();
     tracing::info!(source = %feed.kind, "runner started");
     'outer: while !stop.load(Ordering::Relaxed) {
@@ -184,19 +190,19 @@ fn run(
                 Ok(event) => changed |= apply(&mut pipeline, &mut snap, &mut rate, event),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
-                    publish(&tx, &mut snap, &pipeline, &rate);
+                    publish(&tx, &mut snap, &pipeline, &mut watch, &rate);
                     break 'outer;
                 }
             }
         }
         if changed {
-            publish(&tx, &mut snap, &pipeline, &rate);
+            publish(&tx, &mut snap, &pipeline, &mut watch, &rate);
         }
     }
     // The channel closed without a stop request: the source has played out (a replay ended).
     if !stop.load(Ordering::Relaxed) {
         snap.source_ended = true;
-        publish(&tx, &mut snap, &pipeline, &rate);
+        publish(&tx, &mut snap, &pipeline, &mut watch, &rate);
         tracing::info!(
             source = %snap.source,
             frames = snap.estimates.frames,
@@ -235,12 +241,15 @@ fn publish(
     tx: &watch::Sender<Arc<Snapshot>>,
     snap: &mut Snapshot,
     pipeline: &Pipeline,
+    watch: &mut Watch,
     rate: &RateMeter,
 ) {
     snap.tick += 1;
     snap.estimates = pipeline.estimates();
     snap.published_at = jiff::Timestamp::now();
     snap.rate_hz = rate.rate_hz;
+    watch.observe(snap.published_at, &snap.estimates);
+    watch.fill(snap);
     // `send_replace` succeeds even with no receivers, so the runner keeps going between requests.
     tx.send_replace(Arc::new(snap.clone()));
 }

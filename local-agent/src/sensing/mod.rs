@@ -2,9 +2,11 @@
 
 pub mod csi;
 pub mod dsp;
+pub mod fall;
 pub mod motion;
 pub mod pipeline;
 pub mod presence;
 pub mod range;
+pub mod routine;
 pub mod source;
 pub mod vitals;

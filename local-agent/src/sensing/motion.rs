@@ -22,6 +22,12 @@ pub struct MotionDetector {
     block_len: usize,
     block_n: usize,
     ema: Option<f32>,
+    /// Largest block mean of the packet-to-packet change since the last
+    /// [`MotionDetector::take_peak`].
+    peak: f32,
+    last_packet: Vec<f32>,
+    fast_sum: f32,
+    fast_n: u32,
 }
 
 impl Default for MotionDetector {
@@ -39,6 +45,10 @@ impl MotionDetector {
             block_len: 1,
             block_n: 0,
             ema: None,
+            peak: 0.0,
+            last_packet: Vec::new(),
+            fast_sum: 0.0,
+            fast_n: 0,
         }
     }
 
@@ -52,6 +62,9 @@ impl MotionDetector {
     /// Forgets the previous block (after a gap the difference would be meaningless).
     pub fn break_continuity(&mut self) {
         self.prev.clear();
+        self.last_packet.clear();
+        self.fast_sum = 0.0;
+        self.fast_n = 0;
         self.block_n = 0;
         self.sum.iter_mut().for_each(|s| *s = 0.0);
     }
@@ -71,6 +84,22 @@ impl MotionDetector {
         for (s, a) in self.sum.iter_mut().zip(amp) {
             *s += *a;
         }
+        if self.last_packet.len() == amp.len() {
+            let mut num = 0.0f32;
+            let mut den = 0.0f32;
+            for (p, a) in self.last_packet.iter().zip(amp) {
+                if *a > 0.0 && *p > 0.0 {
+                    num += (a - p).abs();
+                    den += a;
+                }
+            }
+            if den > 0.0 && num.is_finite() {
+                self.fast_sum += num / den;
+                self.fast_n += 1;
+            }
+        }
+        self.last_packet.clear();
+        self.last_packet.extend_from_slice(amp);
         self.block_n += 1;
         if self.block_n < self.block_len {
             return;
@@ -97,11 +126,23 @@ impl MotionDetector {
         if den <= 0.0 || !num.is_finite() {
             return;
         }
+        if self.fast_n > 0 {
+            self.peak = self.peak.max(self.fast_sum / self.fast_n as f32);
+        }
+        self.fast_sum = 0.0;
+        self.fast_n = 0;
         let m = self.hampel.filter(num / den);
         self.ema = Some(match self.ema {
             None => m,
             Some(e) => e + EMA_ALPHA * (m - e),
         });
+    }
+
+    /// The largest unsmoothed block value since the previous call, then forgets it. The EMA and
+    /// Hampel filter that make `level` robust also flatten a 0.6 s impact into the walking that
+    /// precedes it; the fall monitor needs the burst itself.
+    pub fn take_peak(&mut self) -> f32 {
+        std::mem::take(&mut self.peak)
     }
 
     /// The smoothed motion level, once a block completed.

@@ -70,6 +70,12 @@ pub struct Estimates {
     pub moving: bool,
     /// Links (node, layout) currently contributing.
     pub links: usize,
+    /// Unsmoothed motion of the latest grid tick: the mean packet-to-packet amplitude change
+    /// (relative to the mean amplitude), max over links. Not calibrated: only its ratio to the
+    /// same link's recent level means anything (a recalibration must not move it). `motion` is
+    /// smoothed for display and presence; this keeps the short burst of a fall's impact for the
+    /// fall monitor.
+    pub motion_burst: f64,
 }
 
 /// Subcarriers of the LLTF block used for range (the series every layout shares).
@@ -92,6 +98,7 @@ struct LinkView {
     range: Option<f64>,
     range_snr: Option<f64>,
     calibrating: bool,
+    burst: f64,
 }
 
 #[derive(Debug)]
@@ -196,6 +203,7 @@ impl Link {
         if done.len() < n {
             return;
         }
+        let burst = f64::from(self.motion.take_peak());
         let b = self.vitals.breathing;
         let evidence = BreathEvidence {
             analysed: b.analysed,
@@ -223,6 +231,7 @@ impl Link {
             range: self.range.range_m.filter(|_| present),
             range_snr: self.range.strength.filter(|_| present),
             calibrating: self.presence.calibrating(),
+            burst,
         };
     }
 }
@@ -321,6 +330,7 @@ impl Pipeline {
             e.present |= v.present;
             e.moving |= v.moving;
             e.motion = e.motion.max(v.motion);
+            e.motion_burst = e.motion_burst.max(v.burst);
             e.breathing_strength = max_opt(e.breathing_strength, v.breathing_snr);
             e.heart_strength = max_opt(e.heart_strength, v.heart_snr);
             e.range_strength = max_opt(e.range_strength, v.range_snr);

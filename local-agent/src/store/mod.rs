@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+pub mod routine;
+
 /// Environment variable naming the data directory.
 pub const DATA_DIR_ENV: &str = "SERVICE_DATA_DIR";
 

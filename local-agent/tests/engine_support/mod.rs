@@ -133,6 +133,7 @@ pub async fn start_simulated_with(speed: f64, limits: Limits) -> Engine {
     let config = EngineConfig {
         port: 0,
         limits,
+        data_dir: Some(temp_data_dir()),
         ..EngineConfig::default()
     };
     Engine::start(config, Box::new(feed))
@@ -235,4 +236,21 @@ pub fn agent_command(bin: &str) -> std::process::Command {
     cmd.env("SERVICE_DATA_DIR", dir.join("data"))
         .env("SERVICE_CONFIG", config);
     cmd
+}
+
+/// A fresh, unique data directory for one engine (its `routine.db` lives there).
+pub fn temp_data_dir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "local-agent-test-{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir_all(&dir).expect("temp data dir");
+    dir
 }

@@ -1,0 +1,626 @@
+//! The fall monitor: a clock-injected state machine over the pipeline's fused [`Estimates`].
+//!
+//! It never sees CSI; it sees what `/frame` sees (plus `motion_burst`, the unsmoothed motion the
+//! pipeline keeps for it), one call to [`FallMonitor::observe`] per published estimate, so it is
+//! unit-testable with synthetic estimates and the accuracy suites drive it from the real pipeline.
+//!
+//! States (`GET /fall` `state`):
+//! - `calibrating`: the first `calibration_s` of data; nothing is judged yet.
+//! - `monitoring`: normal.
+//! - `impact`: a motion episode ended in an impact (see below) and the person has not moved since.
+//! - `fallen`: the impact was followed by `fallen_after_s` without movement. Raises one `fall`
+//!   alert.
+//! - `no_breathing`: someone whose breathing was being tracked reliably is still there, still,
+//!   and no breath has been accepted for `no_breath_after_s`. Raises one `no_breathing` alert.
+//! - `cleared`: movement resumed after `fallen`/`no_breathing`; back to `monitoring` after
+//!   `cleared_hold_s`.
+//!
+//! **Impact.** Walking already moves the amplitudes as much as a fall does (on the simulator the
+//! per-packet change of a fall is no larger than a brisk step), so a burst alone would flag every
+//! walk. What sets a fall apart is its shape at the end of a motion episode: a burst of at least
+//! `impact_ratio` × the stillness floor that follows, after which the motion collapses to that
+//! floor within `impact_drop_s`, with nothing moving afterwards. Sitting down hard decays over
+//! half a second or more as the body settles; lying down slowly never bursts. The floor is the
+//! median `motion_burst` over the `settle_s` after the episode ended, so the judgement is made
+//! `settle_s` after the end of motion, well inside the alert delay.
+//!
+//! The thresholds were chosen on the simulator's `fall`, `sit-fast`, `lie-bed` and `leave` scenes
+//! (10 seeds each) and the transitions of its `day`: the classes overlap. The weakest detected
+//! fall peaks at 2.38 × its floor, an ordinary sit-down at the desk in the day reached 2.23 ×,
+//! and one walk out of the door ends exactly like an impact. Treat it as a best-effort detector
+//! (see the README's Accuracy section for the measured rates).
+//!
+//! **Someone is still there.** The pipeline's presence lapses for a person lying motionless
+//! whose breathing it cannot measure (its still bridge expires once a breathing window found
+//! nothing), so `impact → fallen` does not require the pipeline's presence: walking out of the
+//! room usually ends in a fading episode, not an impact (not always; see the thresholds above). For `no_breathing` the monitor keeps its own
+//! occupancy: set by the pipeline's presence, cleared only when the pipeline reports the room
+//! empty *and* the last thing seen was a motion episode (someone walking out), never by
+//! stillness alone.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use super::pipeline::Estimates;
+
+/// `state` of `GET /fall`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FallState {
+    Calibrating,
+    Monitoring,
+    Impact,
+    Fallen,
+    NoBreathing,
+    Cleared,
+}
+
+/// Which alarm an episode raised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FallAlarm {
+    Fall,
+    NoBreathing,
+}
+
+/// Tunables. `Default` gives the production settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FallConfig {
+    /// Seconds of data before anything is judged.
+    pub calibration_s: f64,
+    /// Stillness after an impact before `fallen`.
+    pub fallen_after_s: f64,
+    /// Seconds without an accepted breath (present and still) before `no_breathing`.
+    pub no_breath_after_s: f64,
+    /// The latest run of accepted breathing must have lasted this long before its loss can
+    /// raise `no_breathing`: a sleeper whose breathing the sensor catches for a few seconds now
+    /// and then is not a person who stopped breathing. (On the simulator an hour asleep in bed
+    /// has 112 runs, the longest 77 s; every run of 20 s or more was followed by another breath
+    /// within 45 s. Summing breathing over a minute instead raised 6 false alarms in that hour.)
+    pub breath_track_s: f64,
+    /// Burst over the following stillness floor that counts as an impact.
+    pub impact_ratio: f64,
+    /// Motion above `impact_release` × floor still counts as movement when finding where the
+    /// episode really ended.
+    pub impact_release: f64,
+    /// Longest time from the burst's peak to the last movement above the release level: the
+    /// collapse from burst to stillness that sets an impact apart from settling into a chair.
+    pub impact_drop_s: f64,
+    /// A burst this far above the still floor without `moving` is a stir (someone shifting or
+    /// quietly walking out); breathing lost around a stir does not raise `no_breathing`.
+    pub stir_ratio: f64,
+    /// Seconds of stillness over which the floor is measured (the impact is judged then).
+    pub settle_s: f64,
+    /// Continuous movement that ends `impact`, `fallen` or `no_breathing`.
+    pub clear_motion_s: f64,
+    /// Seconds `cleared` is shown before `monitoring`.
+    pub cleared_hold_s: f64,
+}
+
+impl Default for FallConfig {
+    fn default() -> Self {
+        Self {
+            calibration_s: 20.0,
+            fallen_after_s: 45.0,
+            no_breath_after_s: 45.0,
+            breath_track_s: 20.0,
+            impact_ratio: 2.3,
+            impact_release: 1.3,
+            impact_drop_s: 0.4,
+            stir_ratio: 1.35,
+            settle_s: 3.0,
+            clear_motion_s: 2.0,
+            cleared_hold_s: 30.0,
+        }
+    }
+}
+
+/// An alarm the caller must raise (once per episode).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlarmEntry {
+    pub alarm: FallAlarm,
+    /// Monitor time the alarm condition began (the end of motion for a fall, the last breath
+    /// for no breathing).
+    pub onset_t_s: f64,
+    /// Monitor time the alarm fired.
+    pub t_s: f64,
+    pub detail: String,
+}
+
+/// Stirs this long before the last breath, or this long after it, mean the person may have
+/// left rather than stopped breathing.
+const STIR_BEFORE_LOSS_S: f64 = 20.0;
+const STIR_AFTER_LOSS_S: f64 = 5.0;
+/// Stirs are remembered this long (longer than the no-breathing delay).
+const STIR_MEMORY_S: f64 = 120.0;
+
+/// How much history the impact judgement looks at.
+const HISTORY_S: f64 = 8.0;
+
+#[derive(Debug, Clone)]
+pub struct FallMonitor {
+    cfg: FallConfig,
+    start_t: Option<f64>,
+    last_t: f64,
+    state: FallState,
+    /// (t, motion_burst, moving)
+    history: VecDeque<(f64, f64, bool)>,
+    was_moving: bool,
+    moving_since: Option<f64>,
+    last_motion_t: Option<f64>,
+    last_breath_t: Option<f64>,
+    /// When the current run of accepted breathing began.
+    breath_run_start: Option<f64>,
+    /// An episode ended here and its impact has not been judged yet.
+    pending_stop: Option<f64>,
+    /// End of the motion episode that ended in the current impact.
+    impact_t: Option<f64>,
+    occupied: bool,
+    /// The latest thing the pipeline saw was a motion episode (someone may have walked out).
+    motion_last: bool,
+    /// Breathing was tracked reliably before it was lost (arms `no_breathing`).
+    breath_tracked: bool,
+    cleared_at: Option<f64>,
+    alarm: Option<AlarmEntry>,
+    /// Slow running level of `motion_burst` while not moving.
+    floor: Option<f64>,
+    /// Times of recent stirs (last `STIR_MEMORY_S`).
+    stirs: VecDeque<f64>,
+}
+
+impl FallMonitor {
+    pub fn new(cfg: FallConfig) -> Self {
+        Self {
+            cfg,
+            start_t: None,
+            last_t: 0.0,
+            state: FallState::Calibrating,
+            history: VecDeque::new(),
+            was_moving: false,
+            moving_since: None,
+            last_motion_t: None,
+            last_breath_t: None,
+            breath_run_start: None,
+            pending_stop: None,
+            impact_t: None,
+            occupied: false,
+            motion_last: false,
+            breath_tracked: false,
+            cleared_at: None,
+            alarm: None,
+            floor: None,
+            stirs: VecDeque::new(),
+        }
+    }
+
+    pub fn config(&self) -> &FallConfig {
+        &self.cfg
+    }
+
+    pub fn state(&self) -> FallState {
+        self.state
+    }
+
+    /// The alarm of the current episode while in `fallen` or `no_breathing`.
+    pub fn alarm(&self) -> Option<&AlarmEntry> {
+        self.alarm.as_ref()
+    }
+
+    /// Seconds since motion was last seen at monitor time `t_s`; `None` before any motion.
+    pub fn seconds_since_motion(&self) -> Option<f64> {
+        self.last_motion_t.map(|m| (self.last_t - m).max(0.0))
+    }
+
+    /// Seconds since a breath was last accepted; `None` before any.
+    pub fn seconds_since_breath(&self) -> Option<f64> {
+        self.last_breath_t.map(|b| (self.last_t - b).max(0.0))
+    }
+
+    /// The monitor's belief that someone is in the room (see the module notes).
+    pub fn occupied(&self) -> bool {
+        self.occupied
+    }
+
+    /// Feeds the estimates published at monitor time `t_s` (seconds, monotonic). Returns the
+    /// alarm to raise when this observation enters `fallen` or `no_breathing`.
+    pub fn observe(&mut self, t_s: f64, e: &Estimates) -> Option<AlarmEntry> {
+        if !t_s.is_finite() || t_s < self.last_t {
+            return None;
+        }
+        let dt = if self.start_t.is_some() {
+            (t_s - self.last_t).min(1.0)
+        } else {
+            0.0
+        };
+        let start = *self.start_t.get_or_insert(t_s);
+        self.last_t = t_s;
+        let burst = if e.motion_burst.is_finite() {
+            e.motion_burst.max(0.0)
+        } else {
+            0.0
+        };
+        self.history.push_back((t_s, burst, e.moving));
+        while self
+            .history
+            .front()
+            .is_some_and(|(t, _, _)| t_s - t > HISTORY_S)
+        {
+            self.history.pop_front();
+        }
+
+        // Motion bookkeeping.
+        if !e.moving && burst > 0.0 {
+            let floor = *self.floor.get_or_insert(burst);
+            if burst > self.cfg.stir_ratio * floor {
+                self.stirs.push_back(t_s);
+            }
+            while self.stirs.front().is_some_and(|s| t_s - s > STIR_MEMORY_S) {
+                self.stirs.pop_front();
+            }
+            let a = 1.0 - (-dt / 10.0).exp();
+            self.floor = Some(floor + a * (burst - floor));
+        }
+        if e.moving {
+            self.last_motion_t = Some(t_s);
+            self.moving_since.get_or_insert(t_s);
+            self.motion_last = true;
+        } else {
+            self.moving_since = None;
+            if self.was_moving {
+                self.pending_stop = Some(t_s);
+            }
+        }
+        self.was_moving = e.moving;
+
+        // Breathing bookkeeping: `no_breathing` is armed by the latest run of accepted
+        // breathing, judged when that run ends.
+        if e.breathing_bpm.is_some() {
+            self.last_breath_t = Some(t_s);
+            self.breath_run_start.get_or_insert(t_s);
+            self.motion_last = false;
+        } else if let Some(start) = self.breath_run_start.take() {
+            let run = self.last_breath_t.map_or(0.0, |b| b - start);
+            self.breath_tracked = run >= self.cfg.breath_track_s;
+        }
+        if e.moving {
+            // A moving person's breathing is not measurable; its loss means nothing.
+            self.breath_tracked = false;
+            self.breath_run_start = None;
+        }
+
+        // Occupancy: only an episode of motion followed by an empty room empties it.
+        if e.present {
+            self.occupied = true;
+        } else if self.motion_last && !e.moving {
+            self.occupied = false;
+        }
+
+        let moved_enough = self
+            .moving_since
+            .is_some_and(|s| t_s - s >= self.cfg.clear_motion_s);
+
+        if t_s - start < self.cfg.calibration_s {
+            self.state = FallState::Calibrating;
+            self.pending_stop = None;
+            return None;
+        }
+        if self.state == FallState::Calibrating {
+            self.state = FallState::Monitoring;
+        }
+
+        match self.state {
+            FallState::Calibrating | FallState::Monitoring | FallState::Cleared => {
+                if self.state == FallState::Cleared
+                    && self
+                        .cleared_at
+                        .is_some_and(|c| t_s - c >= self.cfg.cleared_hold_s)
+                {
+                    self.state = FallState::Monitoring;
+                    self.cleared_at = None;
+                }
+                if let Some(stop) = self.pending_stop {
+                    if e.moving {
+                        self.pending_stop = None;
+                    } else if t_s - stop >= self.cfg.settle_s {
+                        self.pending_stop = None;
+                        if self.is_impact(stop) {
+                            self.state = FallState::Impact;
+                            self.impact_t = Some(stop);
+                            tracing::info!(t_s = stop, "impact followed by stillness");
+                        }
+                    }
+                }
+                if self.state != FallState::Impact && self.no_breathing_due(t_s, e) {
+                    return self.enter(FallAlarm::NoBreathing, t_s);
+                }
+            }
+            FallState::Impact => {
+                if e.moving {
+                    if moved_enough {
+                        // They got up: not a fall.
+                        self.state = FallState::Monitoring;
+                        self.impact_t = None;
+                    }
+                } else if let Some(imp) = self.impact_t
+                    && t_s - imp >= self.cfg.fallen_after_s
+                {
+                    return self.enter(FallAlarm::Fall, t_s);
+                }
+            }
+            FallState::Fallen | FallState::NoBreathing => {
+                let breathing_back =
+                    self.state == FallState::NoBreathing && e.breathing_bpm.is_some() && !e.moving;
+                if moved_enough || breathing_back {
+                    self.state = FallState::Cleared;
+                    self.cleared_at = Some(t_s);
+                    self.impact_t = None;
+                    self.alarm = None;
+                    self.breath_tracked = false;
+                }
+            }
+        }
+        None
+    }
+
+    fn enter(&mut self, alarm: FallAlarm, t_s: f64) -> Option<AlarmEntry> {
+        let (state, onset, detail) = match alarm {
+            FallAlarm::Fall => {
+                let onset = self.impact_t.unwrap_or(t_s);
+                (
+                    FallState::Fallen,
+                    onset,
+                    format!(
+                        "A sudden impact was followed by {:.0} seconds without movement; someone \
+                         may have fallen.",
+                        t_s - onset
+                    ),
+                )
+            }
+            FallAlarm::NoBreathing => {
+                let onset = self.last_breath_t.unwrap_or(t_s);
+                (
+                    FallState::NoBreathing,
+                    onset,
+                    format!(
+                        "Someone is still in the room but no breathing has been detected for {:.0} \
+                         seconds.",
+                        t_s - onset
+                    ),
+                )
+            }
+        };
+        self.state = state;
+        self.breath_tracked = false;
+        let entry = AlarmEntry {
+            alarm,
+            onset_t_s: onset,
+            t_s,
+            detail,
+        };
+        self.alarm = Some(entry.clone());
+        Some(entry)
+    }
+
+    fn no_breathing_due(&self, t_s: f64, e: &Estimates) -> bool {
+        // Someone walking out quietly (too gently for `moving`) stirs the channel while the
+        // breathing window still holds their last rate, up to ~15 s; a body that stops
+        // breathing does not stir. A stir long after the loss (a gain step) says nothing.
+        let stirred_at_loss = self.last_breath_t.is_some_and(|b| {
+            self.stirs
+                .iter()
+                .any(|s| *s >= b - STIR_BEFORE_LOSS_S && *s <= b + STIR_AFTER_LOSS_S)
+        });
+        self.breath_tracked
+            && !stirred_at_loss
+            && self.occupied
+            && !e.moving
+            && e.breathing_bpm.is_none()
+            && self
+                .last_breath_t
+                .is_some_and(|b| t_s - b >= self.cfg.no_breath_after_s)
+            && self
+                .last_motion_t
+                .is_none_or(|m| t_s - m >= self.cfg.no_breath_after_s)
+    }
+
+    /// Judges the episode that ended at `stop` (see the module notes on impacts).
+    fn is_impact(&self, stop: f64) -> bool {
+        let after: Vec<f64> = self
+            .history
+            .iter()
+            .filter(|(t, _, _)| *t > stop)
+            .map(|(_, b, _)| *b)
+            .collect();
+        let Some(floor) = median(after) else {
+            return false;
+        };
+        let floor = floor.max(1e-6);
+        let release = self.cfg.impact_release * floor;
+        // Where the motion really ended: the last sample above the release level.
+        let Some(&(t_last, _, _)) = self.history.iter().rev().find(|(_, b, _)| *b > release) else {
+            return false;
+        };
+        // The burst: the largest sample in the second before that.
+        let Some(&(_, peak, _)) = self
+            .history
+            .iter()
+            .filter(|(t, _, _)| *t >= t_last - self.cfg.impact_drop_s && *t <= t_last)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+        else {
+            return false;
+        };
+        peak >= self.cfg.impact_ratio * floor
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(moving: bool, burst: f64, present: bool, breath: bool) -> Estimates {
+        Estimates {
+            present,
+            moving,
+            motion: if moving { 0.4 } else { 0.01 },
+            motion_burst: burst,
+            breathing_bpm: breath.then_some(15.0),
+            ..Estimates::default()
+        }
+    }
+
+    /// Plays (duration, estimates) segments at 10 Hz from `t`; returns alarms and the end time.
+    fn play(m: &mut FallMonitor, t: &mut f64, segs: &[(f64, Estimates)]) -> Vec<(f64, AlarmEntry)> {
+        let mut out = Vec::new();
+        for (d, e) in segs {
+            let end = *t + d;
+            while *t < end - 1e-9 {
+                if let Some(a) = m.observe(*t, e) {
+                    out.push((*t, a));
+                }
+                *t += 0.1;
+            }
+        }
+        out
+    }
+
+    /// Sits 25 s, walks 10 s (steps below the impact ratio), ends with `last_burst`, then the
+    /// pipeline's smoothed `moving` holds for another second, as it does after real motion.
+    fn walk_then(m: &mut FallMonitor, t: &mut f64, last_burst: &[f64]) {
+        play(m, t, &[(25.0, est(false, 1.0, true, true))]);
+        play(m, t, &[(10.0, est(true, 1.2, true, false))]);
+        for b in last_burst {
+            play(m, t, &[(0.1, est(true, *b, true, false))]);
+        }
+        play(m, t, &[(1.0, est(true, 1.0, true, false))]);
+    }
+
+    #[test]
+    fn calibrates_then_monitors_and_tracks_motion_and_breath() {
+        let mut m = FallMonitor::new(FallConfig::default());
+        let mut t = 0.0;
+        assert_eq!(m.seconds_since_motion(), None);
+        play(&mut m, &mut t, &[(19.0, est(false, 1.0, true, true))]);
+        assert_eq!(m.state(), FallState::Calibrating);
+        assert_eq!(m.seconds_since_motion(), None);
+        assert!(m.seconds_since_breath().is_some_and(|s| s < 0.2));
+        play(&mut m, &mut t, &[(2.0, est(true, 1.2, true, false))]);
+        play(&mut m, &mut t, &[(5.0, est(false, 1.0, true, false))]);
+        assert_eq!(m.state(), FallState::Monitoring);
+        assert!(
+            m.seconds_since_motion()
+                .is_some_and(|s| (4.5..5.5).contains(&s))
+        );
+    }
+
+    #[test]
+    fn an_impact_then_stillness_is_a_fall_raised_once_and_cleared_by_movement() {
+        let mut m = FallMonitor::new(FallConfig::default());
+        let mut t = 0.0;
+        walk_then(&mut m, &mut t, &[1.0, 1.1, 3.5, 4.0, 1.9, 1.1]);
+        let stop = t;
+        // Lying still: the pipeline loses presence after a while, the monitor keeps occupancy.
+        let mut alarms = play(&mut m, &mut t, &[(5.0, est(false, 1.0, true, false))]);
+        assert_eq!(m.state(), FallState::Impact);
+        alarms.extend(play(
+            &mut m,
+            &mut t,
+            &[(50.0, est(false, 1.0, false, false))],
+        ));
+        assert_eq!(alarms.len(), 1, "one alarm per episode");
+        let (at, a) = &alarms[0];
+        assert_eq!(a.alarm, FallAlarm::Fall);
+        assert!(
+            (at - stop - 45.0).abs() < 0.5,
+            "after 45 s of stillness: {at} {stop}"
+        );
+        assert_eq!(m.state(), FallState::Fallen);
+        assert!(m.alarm().is_some());
+        play(&mut m, &mut t, &[(3.0, est(true, 1.2, true, false))]);
+        assert_eq!(m.state(), FallState::Cleared);
+        assert!(m.alarm().is_none());
+        play(&mut m, &mut t, &[(31.0, est(false, 1.0, true, true))]);
+        assert_eq!(m.state(), FallState::Monitoring);
+    }
+
+    #[test]
+    fn sitting_down_hard_or_slowly_is_not_an_impact() {
+        for tail in [
+            // Decays over half a second as the body settles.
+            vec![2.6, 6.6, 4.0, 3.3, 2.5, 1.7, 1.7, 1.5, 1.2],
+            // No burst at all.
+            vec![1.2, 1.3, 1.2, 1.1],
+        ] {
+            let mut m = FallMonitor::new(FallConfig::default());
+            let mut t = 0.0;
+            walk_then(&mut m, &mut t, &tail);
+            let alarms = play(&mut m, &mut t, &[(80.0, est(false, 0.9, true, false))]);
+            assert!(alarms.is_empty(), "{tail:?}: {alarms:?}");
+            assert_eq!(m.state(), FallState::Monitoring);
+        }
+    }
+
+    #[test]
+    fn getting_up_after_an_impact_or_leaving_is_not_a_fall() {
+        let mut m = FallMonitor::new(FallConfig::default());
+        let mut t = 0.0;
+        walk_then(&mut m, &mut t, &[1.0, 4.0, 1.0]);
+        play(&mut m, &mut t, &[(10.0, est(false, 1.0, true, false))]);
+        assert_eq!(m.state(), FallState::Impact);
+        play(&mut m, &mut t, &[(3.0, est(true, 1.2, true, false))]);
+        assert_eq!(m.state(), FallState::Monitoring);
+        let alarms = play(&mut m, &mut t, &[(60.0, est(false, 1.0, false, false))]);
+        assert!(alarms.is_empty());
+        assert!(!m.occupied(), "walked out: the room is empty");
+    }
+
+    #[test]
+    fn breathing_that_stops_raises_no_breathing_but_intermittent_breathing_does_not() {
+        let mut m = FallMonitor::new(FallConfig::default());
+        let mut t = 0.0;
+        play(&mut m, &mut t, &[(40.0, est(false, 1.0, true, true))]);
+        let last_breath = t;
+        let alarms = play(&mut m, &mut t, &[(60.0, est(false, 1.0, false, false))]);
+        assert_eq!(alarms.len(), 1);
+        assert_eq!(alarms[0].1.alarm, FallAlarm::NoBreathing);
+        assert!((alarms[0].0 - last_breath - 45.0).abs() < 0.5);
+        assert_eq!(m.state(), FallState::NoBreathing);
+        play(&mut m, &mut t, &[(1.0, est(false, 1.0, true, true))]);
+        assert_eq!(m.state(), FallState::Cleared);
+
+        // A sleeper caught breathing for 4 s every 45 s never alarms.
+        let mut m = FallMonitor::new(FallConfig::default());
+        let mut t = 0.0;
+        let mut alarms = Vec::new();
+        for _ in 0..40 {
+            alarms.extend(play(
+                &mut m,
+                &mut t,
+                &[
+                    (4.0, est(false, 1.0, true, true)),
+                    (50.0, est(false, 1.0, false, false)),
+                ],
+            ));
+        }
+        assert!(alarms.is_empty(), "{alarms:?}");
+    }
+
+    #[test]
+    fn hostile_times_are_ignored() {
+        let mut m = FallMonitor::new(FallConfig::default());
+        let e = est(true, f64::NAN, true, false);
+        assert!(m.observe(f64::NAN, &e).is_none());
+        assert!(m.observe(10.0, &e).is_none());
+        assert!(m.observe(5.0, &e).is_none());
+        assert!(m.observe(f64::INFINITY, &e).is_none());
+        assert_eq!(m.state(), FallState::Calibrating);
+    }
+}
