@@ -1,5 +1,5 @@
 //! Fingerprints the code that shapes the artifact (this crate and the platform's catalog and
-//! search modules), so the builder rebuilds the artifact when that code changes and skips the
+//! search modules; not the CLI), so the builder rebuilds the artifact when that code changes and skips the
 //! work otherwise.
 
 use std::hash::{Hash, Hasher};
@@ -13,7 +13,7 @@ fn visit(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
         let p = e.path();
         if p.is_dir() {
             visit(&p, files);
-        } else if p.extension().is_some_and(|x| x == "rs") {
+        } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("main.rs") {
             files.push(p);
         }
     }

@@ -20,6 +20,34 @@ pub fn family(provider: &str) -> Option<&'static Family> {
     FAMILIES.iter().find(|f| f.provider == provider)
 }
 
+/// Ids chosen by hand where the rule gives a misleading one: `github.com` holds both GitHub's
+/// REST API (as service `api.github.com`) and an unrelated top-level spec (Eqivo).
+const IDS: &[(&str, Option<&str>, &str)] = &[
+    ("github.com", Some("api.github.com"), "github"),
+    ("github.com", None, "eqivo"),
+];
+
+pub fn id_override(provider: &str, service: Option<&str>) -> Option<&'static str> {
+    IDS.iter()
+        .find(|(p, s, _)| *p == provider && *s == service)
+        .map(|(_, _, id)| *id)
+}
+
+/// Shared hosting domains: the app's name is the first label (`cnab-online.herokuapp.com`).
+pub const HOSTING_SUFFIXES: &[&str] = &[
+    "github.io",
+    "herokuapp.com",
+    "appspot.com",
+    "azurewebsites.net",
+    "netlify.app",
+    "vercel.app",
+    "gitlab.io",
+    "apiary.io",
+    "readme.io",
+    "web.app",
+    "firebaseapp.com",
+];
+
 /// Everyday names of apps whose titles and service ids do not contain them.
 const EXTRA: &[(&str, &[&str])] = &[];
 

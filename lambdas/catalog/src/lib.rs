@@ -180,7 +180,7 @@ pub fn build(pkg: &Path, input_key: String) -> Result<Catalog, BuildError> {
             Ok(spec::parse(provider, service.as_deref(), &doc))
         })
         .collect::<Result<_, BuildError>>()?;
-    Ok(assemble(specs, input_key))
+    assemble(specs, input_key)
 }
 
 /// Orders versions like "2023-01-01", "1.10.2" and "v4" sensibly: numbers compare as numbers.
@@ -220,7 +220,11 @@ fn dedupe(specs: Vec<Spec>) -> Vec<Spec> {
         });
         let mut seen: Vec<HashSet<(Method, String)>> = Vec::new();
         for s in group {
-            let ops: HashSet<(Method, String)> = s.ops.iter().map(|o| (o.method, o.path.clone())).collect();
+            let ops: HashSet<(Method, String)> = s
+                .ops
+                .iter()
+                .map(|o| (o.method, unversioned(&o.path)))
+                .collect();
             let dup = seen
                 .iter()
                 .any(|k| ops.intersection(k).count() as f64 >= DUPLICATE_OVERLAP * ops.len() as f64);
@@ -231,6 +235,19 @@ fn dedupe(specs: Vec<Spec>) -> Vec<Spec> {
         }
     }
     kept
+}
+
+/// A path without version segments (`/v2/`, `/2010-04-01/`), so versions of one API compare
+/// equal when looking for copies.
+fn unversioned(path: &str) -> String {
+    path.split('/')
+        .filter(|seg| {
+            let v = seg.strip_prefix(['v', 'V']).unwrap_or(seg);
+            !(v.chars().next().is_some_and(|c| c.is_ascii_digit())
+                && v.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-'))
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Lowercase words joined by `_`: `network-applicationGateway` → `network_application_gateway`.
@@ -250,12 +267,20 @@ fn slug(s: &str) -> String {
     out.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
 }
 
-/// App ids: a family prefix for the big multi-service providers, else the provider's name; plus
-/// the service. A name shared by two providers (`ably.io`, `ably.net`) uses the full domain.
+/// App ids: a family prefix plus the service for the big multi-service providers
+/// (`google_sheets`); else the provider's name (`slack`), plus the service when the provider has
+/// several (`twitter_current`). A name shared by two providers (`ably.io`, `ably.net`) uses the
+/// full domain.
 fn app_ids(specs: &[Spec]) -> Vec<String> {
     let base = |provider: &str| -> String {
         if let Some(f) = aliases::family(provider) {
             return f.id.to_string();
+        }
+        if let Some(host) = aliases::HOSTING_SUFFIXES
+            .iter()
+            .find_map(|sfx| provider.strip_suffix(sfx)?.strip_suffix('.'))
+        {
+            return slug(host.split('.').next_back().unwrap_or(host));
         }
         let labels: Vec<&str> = provider.split('.').collect();
         let name = match labels.as_slice() {
@@ -266,18 +291,31 @@ fn app_ids(specs: &[Spec]) -> Vec<String> {
         slug(name)
     };
     let mut providers_of: BTreeMap<String, HashSet<&str>> = BTreeMap::new();
+    let mut specs_of: BTreeMap<&str, usize> = BTreeMap::new();
     for s in specs {
         providers_of.entry(base(&s.provider)).or_default().insert(&s.provider);
+        *specs_of.entry(&s.provider).or_default() += 1;
     }
     let mut seen = HashSet::new();
     specs
         .iter()
         .map(|s| {
+            if let Some(id) = aliases::id_override(&s.provider, s.service.as_deref()) {
+                seen.insert(id.to_string());
+                return id.to_string();
+            }
+            let family = aliases::family(&s.provider).is_some();
             let b = base(&s.provider);
-            let mut id = if providers_of[&b].len() > 1 || b.is_empty() { slug(&s.provider) } else { b };
+            let mut id = if family || (providers_of[&b].len() == 1 && !b.is_empty()) {
+                b
+            } else {
+                slug(&s.provider)
+            };
             if let Some(service) = &s.service {
+                // `xero_accounting`, not `xero_xero_accounting`.
                 let sv = slug(service);
-                if !sv.is_empty() {
+                let sv = sv.strip_prefix(&format!("{id}_")).map(str::to_string).unwrap_or(sv);
+                if !sv.is_empty() && (family || specs_of[s.provider.as_str()] > 1) {
                     id = format!("{id}_{sv}");
                 }
             }
@@ -354,7 +392,7 @@ fn tool_name(app: &str, op: &str) -> String {
     format!("{app}.{op}")
 }
 
-fn assemble(specs: Vec<Spec>, input_key: String) -> Catalog {
+fn assemble(specs: Vec<Spec>, input_key: String) -> Result<Catalog, BuildError> {
     let mut specs = dedupe(specs);
     let ids = app_ids(&specs);
     let mut order: Vec<usize> = (0..specs.len()).collect();
@@ -362,9 +400,11 @@ fn assemble(specs: Vec<Spec>, input_key: String) -> Catalog {
 
     struct Pending {
         tool: Tool,
-        index_text: String,
+        index_summary: String,
+        index_description: String,
         params: Vec<String>,
         name_source: String,
+        input_schema: String,
     }
     let mut apps = Vec::with_capacity(order.len());
     let mut pending: Vec<Pending> = Vec::new();
@@ -404,12 +444,13 @@ fn assemble(specs: Vec<Spec>, input_key: String) -> Catalog {
                     path: op.path,
                     operation_id: op.operation_id,
                     description: op.description,
-                    input_schema: op.input_schema,
                     security,
                     deprecated: op.deprecated,
                 },
-                index_text: op.index_text,
+                index_summary: op.index_summary,
+                index_description: op.index_description,
                 params: op.params,
+                input_schema: op.input_schema,
             });
         }
         tools.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
@@ -450,7 +491,8 @@ fn assemble(specs: Vec<Spec>, input_key: String) -> Catalog {
         .map(|p| DocText {
             app: p.tool.app,
             name: &p.name_source,
-            summary: &p.index_text,
+            summary: &p.index_summary,
+            description: &p.index_description,
             path: &p.tool.path,
             params: &p.params,
             verb: Verb::of_operation(p.tool.method, &p.tool.path),
@@ -459,7 +501,17 @@ fn assemble(specs: Vec<Spec>, input_key: String) -> Catalog {
     let index = Index::build(&app_texts, &docs);
     drop(docs);
     drop(app_texts);
-    Catalog {
+    let schemas = apps
+        .par_iter()
+        .map(|a| {
+            let texts: Vec<String> = pending[a.tools.0 as usize..a.tools.1 as usize]
+                .iter()
+                .map(|p| p.input_schema.clone())
+                .collect();
+            Catalog::schema_block(&texts, ZSTD_LEVEL)
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Catalog {
         source: Source {
             package: format!("{PACKAGE}@{PACKAGE_VERSION}"),
             input_key,
@@ -467,7 +519,8 @@ fn assemble(specs: Vec<Spec>, input_key: String) -> Catalog {
         apps,
         tools: pending.into_iter().map(|p| p.tool).collect(),
         index,
-    }
+        schemas,
+    })
 }
 
 #[cfg(test)]

@@ -70,21 +70,82 @@ fn main() -> ExitCode {
                 catalog.index.postings_len(),
                 catalog.index.alias_count()
             );
-            let schema: usize = catalog.tools.iter().map(|t| t.input_schema.len()).sum();
+            let schema: usize = catalog.schemas.iter().map(Vec::len).sum();
             let text: usize = catalog
                 .tools
                 .iter()
                 .map(|t| t.description.len() + t.name.len() + t.path.len())
                 .sum();
             println!(
-                "tool input schemas: {:.1} MiB, names/paths/descriptions: {:.1} MiB",
+                "tool input schemas (compressed per app): {:.1} MiB, names/paths/descriptions: {:.1} MiB",
                 schema as f64 / 1048576.0,
                 text as f64 / 1048576.0
             );
             ExitCode::SUCCESS
         }
+        "tools" => {
+            let prefix = std::env::args().nth(2).unwrap_or_default();
+            let catalog = match platform::catalog::Catalog::load(&out) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            for t in catalog.tools.iter().filter(|t| t.name.starts_with(&prefix)) {
+                println!(
+                    "{}\t{} {}\t{}",
+                    t.name,
+                    t.method.as_str(),
+                    t.path,
+                    t.description.chars().take(90).collect::<String>()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        "apps" => {
+            let catalog = match platform::catalog::Catalog::load(&out) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            for a in &catalog.apps {
+                println!("{}\t{}\t{}\t{}", a.id, a.tools.1 - a.tools.0, a.title, a.categories.join(","));
+            }
+            ExitCode::SUCCESS
+        }
+        "search" => {
+            let query = std::env::args().nth(2).unwrap_or_default();
+            let app = std::env::args().nth(3);
+            let catalog = match platform::catalog::Catalog::load(&out) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let t = Instant::now();
+            let found = catalog.find(&query, app.as_deref(), 5);
+            let took = t.elapsed();
+            for h in &found.hits {
+                let tool = catalog.tool(&h.tool);
+                println!(
+                    "{:7.2}  {:50} {} {}  [{}]  {}",
+                    h.score,
+                    h.tool,
+                    tool.map(|t| t.method.as_str()).unwrap_or(""),
+                    tool.map(|t| t.path.as_str()).unwrap_or(""),
+                    h.matched_terms.join(","),
+                    tool.map(|t| t.description.chars().take(60).collect::<String>()).unwrap_or_default()
+                );
+            }
+            println!("app: {:?} hint: {:?} ({took:.2?})", found.app, found.hint);
+            ExitCode::SUCCESS
+        }
         other => {
-            eprintln!("usage: catalog [build|rebuild|stats] (got {other:?})");
+            eprintln!("usage: catalog [build|rebuild|stats|apps|tools PREFIX|search QUERY [APP]] (got {other:?})");
             ExitCode::from(2)
         }
     }

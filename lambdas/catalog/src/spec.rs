@@ -55,8 +55,10 @@ pub struct Op {
     pub path: String,
     pub operation_id: Option<String>,
     pub description: String,
-    /// Summary, description start and tags, for the index.
-    pub index_text: String,
+    /// Summary and tags, for the index.
+    pub index_summary: String,
+    /// Start of the long description, for the index.
+    pub index_description: String,
     pub params: Vec<String>,
     pub input_schema: String,
     /// Alternatives of (scheme name, scopes) lists.
@@ -256,11 +258,11 @@ fn parse_op(
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let index_text = format!(
-        "{summary} {} {}",
-        truncate(&long, INDEX_DESCRIPTION_MAX),
-        tags.join(" ")
-    );
+    // Without a summary, the description's first sentence is the summary (Stripe: "<p>Create a
+    // refund.</p>").
+    let lead = if summary.is_empty() { first_sentence(&long) } else { summary.as_str() };
+    let index_summary = format!("{lead} {}", tags.join(" "));
+    let index_description = truncate(&long, INDEX_DESCRIPTION_MAX);
 
     // Operation parameters override path-item ones with the same name and location.
     let mut params: Vec<Value> = Vec::new();
@@ -365,7 +367,8 @@ fn parse_op(
         path: path.to_string(),
         operation_id: str_at(op, &["operationId"]).map(str::to_string),
         description,
-        index_text,
+        index_summary,
+        index_description,
         params: names,
         input_schema: input.to_string(),
         security,

@@ -41,6 +41,10 @@ pub enum CatalogError {
     Decode(#[from] postcard::Error),
     #[error("cannot compress the catalog: {0}")]
     Compress(std::io::Error),
+    #[error("no tool named '{0}'")]
+    UnknownTool(String),
+    #[error("corrupt input schema of '{0}'")]
+    Schema(String),
 }
 
 /// Where the catalog came from, for attribution and cache keys.
@@ -60,6 +64,10 @@ pub struct Catalog {
     /// Sorted by `name`; an app's tools are the contiguous range `App::tools`.
     pub tools: Vec<Tool>,
     pub index: Index,
+    /// Per app (same order as `apps`): the input schemas of its tools, in tool order, as a
+    /// zstd-compressed postcard `Vec<String>` of JSON texts. They are most of the catalog's bytes
+    /// and only `get_tool`/`run` need one, so they stay compressed until asked for.
+    pub schemas: Vec<Vec<u8>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -167,9 +175,6 @@ pub struct Tool {
     pub operation_id: Option<String>,
     /// Plain text (HTML stripped), at most ~300 characters.
     pub description: String,
-    /// JSON Schema (as JSON text, parsed on demand): an object with up to four properties
-    /// `path`, `query`, `header`, `body`. Credential parameters are left out.
-    pub input_schema: String,
     /// Alternatives (any one suffices); each lists the schemes used together. Empty: no auth.
     pub security: Vec<Vec<SchemeUse>>,
     pub deprecated: bool,
@@ -235,6 +240,33 @@ impl Catalog {
             .binary_search_by(|t| t.name.as_str().cmp(name))
             .ok()
             .map(|i| &self.tools[i])
+    }
+
+    /// The tool's input: a JSON Schema object with up to four properties `path`, `query`,
+    /// `header` and `body`, each the parameters in that location. Credential parameters are left
+    /// out (the platform injects them).
+    pub fn input_schema(&self, name: &str) -> Result<serde_json::Value, CatalogError> {
+        let i = self
+            .tools
+            .binary_search_by(|t| t.name.as_str().cmp(name))
+            .map_err(|_| CatalogError::UnknownTool(name.to_string()))?;
+        let app = &self.apps[self.tools[i].app as usize];
+        let block = self
+            .schemas
+            .get(self.tools[i].app as usize)
+            .ok_or_else(|| CatalogError::Schema(name.to_string()))?;
+        let raw = zstd::stream::decode_all(block.as_slice()).map_err(CatalogError::Decompress)?;
+        let texts: Vec<String> = postcard::from_bytes(&raw)?;
+        let text = texts
+            .get(i - app.tools.0 as usize)
+            .ok_or_else(|| CatalogError::Schema(name.to_string()))?;
+        serde_json::from_str(text).map_err(|_| CatalogError::Schema(name.to_string()))
+    }
+
+    /// Compresses one app's input schemas (in tool order) into a [`Catalog::schemas`] block.
+    pub fn schema_block(schemas: &[String], level: i32) -> Result<Vec<u8>, CatalogError> {
+        let raw = postcard::to_allocvec(schemas)?;
+        zstd::stream::encode_all(raw.as_slice(), level).map_err(CatalogError::Compress)
     }
 
     pub fn tools_of(&self, app: &App) -> &[Tool] {

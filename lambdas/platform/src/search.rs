@@ -19,25 +19,29 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Catalog, Tool};
 use text::Verb;
 
-pub const NFIELDS: usize = 5;
+pub const NFIELDS: usize = 7;
 
 /// Index fields of a tool.
 #[derive(Debug, Clone, Copy)]
 pub enum Field {
     /// Operation name / operationId words plus the verb derived from method and path.
     Name = 0,
-    /// Summary, start of the description, tags.
+    /// The operation's summary and tags.
     Summary = 1,
+    /// The start of the long description: weighted low, so it cannot swamp a short summary.
+    Description = 2,
+    /// The last static path segment: the resource acted on (`/repos/{o}/{r}/issues` → issues).
+    Resource = 3,
     /// Static path segments.
-    Path = 2,
+    Path = 4,
     /// Parameter and top-level body property names.
-    Params = 3,
+    Params = 5,
     /// The app's title and id, so an app named in a way no alias covers still counts.
-    App = 4,
+    App = 6,
 }
 
-const WEIGHTS: [f32; NFIELDS] = [3.0, 1.5, 2.0, 0.5, 0.8];
-const B: [f32; NFIELDS] = [0.5, 0.75, 0.5, 0.75, 0.3];
+const WEIGHTS: [f32; NFIELDS] = [3.0, 2.0, 0.6, 1.5, 1.0, 0.4, 0.8];
+const B: [f32; NFIELDS] = [0.5, 0.6, 0.75, 0.3, 0.5, 0.75, 0.3];
 const K1: f32 = 1.2;
 
 /// A single-word alias is dropped when its word also occurs in the tools of more than this many
@@ -51,7 +55,9 @@ pub struct DocText<'a> {
     pub app: u32,
     /// operationId, or the generated operation name when there is none.
     pub name: &'a str,
+    /// Summary and tags.
     pub summary: &'a str,
+    pub description: &'a str,
     pub path: &'a str,
     pub params: &'a [String],
     pub verb: Option<Verb>,
@@ -178,6 +184,8 @@ impl Index {
             let fields = [
                 (Field::Name, name),
                 (Field::Summary, tokens_of(doc.summary)),
+                (Field::Description, tokens_of(doc.description)),
+                (Field::Resource, resource_of(doc.path)),
                 (Field::Path, tokens_of(doc.path)),
                 (
                     Field::Params,
@@ -297,7 +305,9 @@ impl Index {
         let mut apps = std::collections::BTreeSet::new();
         for p in self.postings(t) {
             let tf = self.post_tf[p];
-            let named = tf[Field::Name as usize] + tf[Field::Summary as usize] + tf[Field::Path as usize];
+            let named = tf[Field::Name as usize] as u32
+                + tf[Field::Summary as usize] as u32
+                + tf[Field::Path as usize] as u32;
             let app = docs[self.post_doc[p] as usize].app;
             if named > 0 && !owners.contains(&app) {
                 apps.insert(app);
@@ -338,6 +348,15 @@ impl Index {
         let df = (self.post_start[t + 1] - self.post_start[t]) as f32;
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
+}
+
+/// Terms of the last static path segment.
+fn resource_of(path: &str) -> Vec<String> {
+    path.split('/')
+        .rev()
+        .find(|s| !s.is_empty() && !s.starts_with('{'))
+        .map(tokens_of)
+        .unwrap_or_default()
 }
 
 /// The registrable name of a provider domain: `slack.com` → `slack`, `api.video` → none.
