@@ -2,11 +2,20 @@
 //! (`<p>Create a refund.</p>`, `[ISO code](https://…)`).
 
 pub fn plain_text(s: &str) -> String {
+    let once = pass(s);
+    // Entity-encoded markup (`&lt;p&gt;`) becomes tags in the first pass.
+    if once.contains('<') { pass(&once) } else { once }
+}
+
+fn pass(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '<' => {
+            '<' if chars
+                .peek()
+                .is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!')) =>
+            {
                 // A tag if it looks like one (`<p>`, `</a>`, `<br/>`); a lone "<" stays.
                 let mut tag = String::new();
                 let mut closed = false;

