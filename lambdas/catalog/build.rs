@@ -36,5 +36,8 @@ fn main() {
         rel.hash(&mut h);
         std::fs::read(f).unwrap_or_default().hash(&mut h);
     }
-    println!("cargo::rustc-env=CATALOG_BUILDER_FINGERPRINT={:016x}", h.finish());
+    println!(
+        "cargo::rustc-env=CATALOG_BUILDER_FINGERPRINT={:016x}",
+        h.finish()
+    );
 }

@@ -11,7 +11,10 @@ use platform::catalog::Catalog;
 use serde_json::Value;
 
 fn queries() -> Vec<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../platform/eval/search_tasks.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../platform/eval/search_tasks.json"
+    );
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     v.as_array()
         .unwrap()
@@ -71,7 +74,9 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("artifact");
     g.sample_size(10);
-    g.bench_function("load", |b| b.iter(|| black_box(Catalog::load(&out).unwrap())));
+    g.bench_function("load", |b| {
+        b.iter(|| black_box(Catalog::load(&out).unwrap()))
+    });
     g.bench_function("input_schema_github", |b| {
         b.iter(|| black_box(cat.input_schema("github.issues_create").unwrap()))
     });

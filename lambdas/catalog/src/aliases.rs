@@ -10,10 +10,26 @@ pub struct Family {
 }
 
 const FAMILIES: &[Family] = &[
-    Family { provider: "googleapis.com", id: "google", names: &["google"] },
-    Family { provider: "amazonaws.com", id: "aws", names: &["aws", "amazon"] },
-    Family { provider: "azure.com", id: "azure", names: &["azure"] },
-    Family { provider: "microsoft.com", id: "microsoft", names: &["microsoft"] },
+    Family {
+        provider: "googleapis.com",
+        id: "google",
+        names: &["google"],
+    },
+    Family {
+        provider: "amazonaws.com",
+        id: "aws",
+        names: &["aws", "amazon"],
+    },
+    Family {
+        provider: "azure.com",
+        id: "azure",
+        names: &["azure"],
+    },
+    Family {
+        provider: "microsoft.com",
+        id: "microsoft",
+        names: &["microsoft"],
+    },
 ];
 
 pub fn family(provider: &str) -> Option<&'static Family> {

@@ -4,7 +4,11 @@
 pub fn plain_text(s: &str) -> String {
     let once = pass(s);
     // Entity-encoded markup (`&lt;p&gt;`) becomes tags in the first pass.
-    if once.contains('<') { pass(&once) } else { once }
+    if once.contains('<') {
+        pass(&once)
+    } else {
+        once
+    }
 }
 
 fn pass(s: &str) -> String {
@@ -53,7 +57,10 @@ fn pass(s: &str) -> String {
                     ent.push(n);
                     chars.next();
                 }
-                match (chars.peek() == Some(&';')).then(|| decode_entity(&ent)).flatten() {
+                match (chars.peek() == Some(&';'))
+                    .then(|| decode_entity(&ent))
+                    .flatten()
+                {
                     Some(d) => {
                         chars.next();
                         out.push(d);

@@ -90,7 +90,11 @@ fn spec_files(pkg: &Path) -> Result<Vec<(PathBuf, String, Option<String>)>, Buil
         if p.is_dir() {
             for s in std::fs::read_dir(&p).map_err(io(&p))? {
                 let s = s.map_err(io(&p))?.path();
-                if let Some(service) = s.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".json")) {
+                if let Some(service) = s
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_suffix(".json"))
+                {
                     out.push((s.clone(), name.clone(), Some(service.to_string())));
                 }
             }
@@ -112,7 +116,11 @@ fn check_package(pkg: &Path) -> Result<String, BuildError> {
         path: manifest.clone(),
         source,
     })?;
-    let found = v.get("version").and_then(Value::as_str).unwrap_or("").to_string();
+    let found = v
+        .get("version")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if found != PACKAGE_VERSION {
         return Err(BuildError::WrongVersion {
             path: pkg.to_path_buf(),
@@ -133,7 +141,12 @@ pub fn input_key(pkg: &Path) -> Result<String, BuildError> {
     h.update(manifest.as_bytes());
     for (path, _, _) in spec_files(pkg)? {
         let len = std::fs::metadata(&path).map_err(io(&path))?.len();
-        h.update(path.strip_prefix(pkg).unwrap_or(&path).to_string_lossy().as_bytes());
+        h.update(
+            path.strip_prefix(pkg)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .as_bytes(),
+        );
         h.update(len.to_le_bytes());
     }
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
@@ -226,9 +239,9 @@ fn dedupe(specs: Vec<Spec>) -> Vec<Spec> {
                 .iter()
                 .map(|o| (o.method, unversioned(&o.path)))
                 .collect();
-            let dup = seen
-                .iter()
-                .any(|k| ops.intersection(k).count() as f64 >= DUPLICATE_OVERLAP * ops.len() as f64);
+            let dup = seen.iter().any(|k| {
+                ops.intersection(k).count() as f64 >= DUPLICATE_OVERLAP * ops.len() as f64
+            });
             if !dup {
                 seen.push(ops);
                 kept.push(s);
@@ -245,7 +258,8 @@ fn unversioned(path: &str) -> String {
         .filter(|seg| {
             let v = seg.strip_prefix(['v', 'V']).unwrap_or(seg);
             !(v.chars().next().is_some_and(|c| c.is_ascii_digit())
-                && v.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-'))
+                && v.chars()
+                    .all(|c| c.is_ascii_digit() || c == '.' || c == '-'))
         })
         .collect::<Vec<_>>()
         .join("/")
@@ -255,7 +269,12 @@ fn unversioned(path: &str) -> String {
 fn slug(s: &str) -> String {
     let mut out = String::new();
     for chunk in s.split(|c: char| !c.is_ascii_alphanumeric()) {
-        for w in words(chunk).into_iter().chain(chunk.chars().all(|c| c.is_ascii_digit()).then(|| chunk.to_string())) {
+        for w in words(chunk).into_iter().chain(
+            chunk
+                .chars()
+                .all(|c| c.is_ascii_digit())
+                .then(|| chunk.to_string()),
+        ) {
             if w.is_empty() {
                 continue;
             }
@@ -265,7 +284,9 @@ fn slug(s: &str) -> String {
             out.push_str(&w.to_ascii_lowercase());
         }
     }
-    out.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
+    out.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
 }
 
 /// App ids: a family prefix plus the service for the big multi-service providers
@@ -294,7 +315,10 @@ fn app_ids(specs: &[Spec]) -> Vec<String> {
     let mut providers_of: BTreeMap<String, HashSet<&str>> = BTreeMap::new();
     let mut specs_of: BTreeMap<&str, usize> = BTreeMap::new();
     for s in specs {
-        providers_of.entry(base(&s.provider)).or_default().insert(&s.provider);
+        providers_of
+            .entry(base(&s.provider))
+            .or_default()
+            .insert(&s.provider);
         *specs_of.entry(&s.provider).or_default() += 1;
     }
     let mut seen = HashSet::new();
@@ -315,7 +339,10 @@ fn app_ids(specs: &[Spec]) -> Vec<String> {
             if let Some(service) = &s.service {
                 // `xero_accounting`, not `xero_xero_accounting`.
                 let sv = slug(service);
-                let sv = sv.strip_prefix(&format!("{id}_")).map(str::to_string).unwrap_or(sv);
+                let sv = sv
+                    .strip_prefix(&format!("{id}_"))
+                    .map(str::to_string)
+                    .unwrap_or(sv);
                 if !sv.is_empty() && (family || specs_of[s.provider.as_str()] > 1) {
                     id = format!("{id}_{sv}");
                 }
@@ -391,7 +418,11 @@ fn operation_name(op: &spec::Op) -> String {
         .to_string();
     }
     w.iter()
-        .map(|x| x.chars().filter(char::is_ascii_alphanumeric).collect::<String>())
+        .map(|x| {
+            x.chars()
+                .filter(char::is_ascii_alphanumeric)
+                .collect::<String>()
+        })
         .filter(|x| !x.is_empty())
         .collect::<Vec<_>>()
         .join("_")
@@ -405,7 +436,10 @@ fn tool_name(app: &str, op: &str) -> String {
         return full;
     }
     use sha2::{Digest, Sha256};
-    let h: String = Sha256::digest(full.as_bytes())[..3].iter().map(|b| format!("{b:02x}")).collect();
+    let h: String = Sha256::digest(full.as_bytes())[..3]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let keep = MAX_TOOL_NAME.saturating_sub(app.len() + 1 + 7);
     let mut op = op[..keep.min(op.len())].trim_end_matches('_').to_string();
     if !op.is_empty() {
@@ -450,10 +484,13 @@ fn assemble(specs: Vec<Spec>, input_key: String) -> Result<Catalog, BuildError> 
                 .map(|alt| {
                     alt.iter()
                         .filter_map(|(scheme, scopes)| {
-                            s.auth.iter().position(|a| &a.name == scheme).map(|i| SchemeUse {
-                                scheme: i as u16,
-                                scopes: scopes.clone(),
-                            })
+                            s.auth
+                                .iter()
+                                .position(|a| &a.name == scheme)
+                                .map(|i| SchemeUse {
+                                    scheme: i as u16,
+                                    scopes: scopes.clone(),
+                                })
                         })
                         .collect()
                 })
@@ -495,8 +532,18 @@ fn assemble(specs: Vec<Spec>, input_key: String) -> Result<Catalog, BuildError> 
         });
     }
 
-    let families: Vec<Vec<&str>> = apps.iter().map(|a| aliases::family(&a.provider).map(|f| f.names.to_vec()).unwrap_or_default()).collect();
-    let extras: Vec<Vec<&str>> = apps.iter().map(|a| aliases::extra(&a.id).to_vec()).collect();
+    let families: Vec<Vec<&str>> = apps
+        .iter()
+        .map(|a| {
+            aliases::family(&a.provider)
+                .map(|f| f.names.to_vec())
+                .unwrap_or_default()
+        })
+        .collect();
+    let extras: Vec<Vec<&str>> = apps
+        .iter()
+        .map(|a| aliases::extra(&a.id).to_vec())
+        .collect();
     let app_texts: Vec<AppText> = apps
         .iter()
         .enumerate()
@@ -552,7 +599,10 @@ mod tests {
 
     #[test]
     fn slugs_split_identifiers() {
-        assert_eq!(slug("network-applicationGateway"), "network_application_gateway");
+        assert_eq!(
+            slug("network-applicationGateway"),
+            "network_application_gateway"
+        );
         assert_eq!(slug("adexchangebuyer2"), "adexchangebuyer2");
         assert_eq!(slug("ghes-3.8"), "ghes_3_8");
     }

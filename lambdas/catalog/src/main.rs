@@ -112,7 +112,13 @@ fn main() -> ExitCode {
                 }
             };
             for a in &catalog.apps {
-                println!("{}\t{}\t{}\t{}", a.id, a.tools.1 - a.tools.0, a.title, a.categories.join(","));
+                println!(
+                    "{}\t{}\t{}\t{}",
+                    a.id,
+                    a.tools.1 - a.tools.0,
+                    a.title,
+                    a.categories.join(",")
+                );
             }
             ExitCode::SUCCESS
         }
@@ -138,14 +144,17 @@ fn main() -> ExitCode {
                     tool.map(|t| t.method.as_str()).unwrap_or(""),
                     tool.map(|t| t.path.as_str()).unwrap_or(""),
                     h.matched_terms.join(","),
-                    tool.map(|t| t.description.chars().take(60).collect::<String>()).unwrap_or_default()
+                    tool.map(|t| t.description.chars().take(60).collect::<String>())
+                        .unwrap_or_default()
                 );
             }
             println!("app: {:?} hint: {:?} ({took:.2?})", found.app, found.hint);
             ExitCode::SUCCESS
         }
         other => {
-            eprintln!("usage: catalog [build|rebuild|stats|apps|tools PREFIX|search QUERY [APP]] (got {other:?})");
+            eprintln!(
+                "usage: catalog [build|rebuild|stats|apps|tools PREFIX|search QUERY [APP]] (got {other:?})"
+            );
             ExitCode::from(2)
         }
     }

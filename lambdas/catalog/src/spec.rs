@@ -93,7 +93,8 @@ pub fn parse(provider: &str, service: Option<&str>, doc: &Value) -> Spec {
         .filter(|u| u.starts_with("https://") || u.starts_with("http://"));
     let self_hosted = servers.is_some_and(|s| {
         s.iter().any(|srv| {
-            str_at(srv, &["url"]).is_some_and(|u| u.contains("{hostname}") || u.contains("HOSTNAME"))
+            str_at(srv, &["url"])
+                .is_some_and(|u| u.contains("{hostname}") || u.contains("HOSTNAME"))
         })
     });
     let components = doc.get("components").cloned().unwrap_or(Value::Null);
@@ -132,14 +133,24 @@ pub fn parse(provider: &str, service: Option<&str>, doc: &Value) -> Spec {
             }
         }
     }
-    ops.sort_by(|a, b| a.path.cmp(&b.path).then((a.method as u8).cmp(&(b.method as u8))));
+    ops.sort_by(|a, b| {
+        a.path
+            .cmp(&b.path)
+            .then((a.method as u8).cmp(&(b.method as u8)))
+    });
 
     Spec {
         provider: provider.to_string(),
         service: service.map(str::to_string),
-        title: str_at(&info, &["title"]).unwrap_or(provider).trim().to_string(),
+        title: str_at(&info, &["title"])
+            .unwrap_or(provider)
+            .trim()
+            .to_string(),
         version: str_at(&info, &["version"]).unwrap_or("").to_string(),
-        description: truncate(&plain_text(str_at(&info, &["description"]).unwrap_or("")), DESCRIPTION_MAX),
+        description: truncate(
+            &plain_text(str_at(&info, &["description"]).unwrap_or("")),
+            DESCRIPTION_MAX,
+        ),
         categories,
         logo_url: str_at(&info, &["x-logo", "url"]).map(str::to_string),
         license: str_at(&info, &["license", "name"]).map(str::to_string),
@@ -189,7 +200,8 @@ fn parse_auth(components: &Value) -> Vec<AuthScheme> {
                             .iter()
                             .map(|(flow, f)| OAuthFlow {
                                 flow: flow.clone(),
-                                authorization_url: str_at(f, &["authorizationUrl"]).map(str::to_string),
+                                authorization_url: str_at(f, &["authorizationUrl"])
+                                    .map(str::to_string),
                                 token_url: str_at(f, &["tokenUrl"]).map(str::to_string),
                                 scopes: f
                                     .get("scopes")
@@ -226,7 +238,12 @@ fn parse_security(v: &Value) -> Vec<Vec<(String, Vec<String>)>> {
                 .map(|(name, scopes)| {
                     let scopes = scopes
                         .as_array()
-                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_string)
+                                .collect()
+                        })
                         .unwrap_or_default();
                     (name.clone(), scopes)
                 })
@@ -248,8 +265,18 @@ fn parse_op(
     let long = plain_text(str_at(op, &["description"]).unwrap_or(""));
     let description = if summary.is_empty() {
         truncate(&long, DESCRIPTION_MAX)
-    } else if summary.len() < 40 && !long.is_empty() && !long.starts_with(summary.trim_end_matches('.')) {
-        truncate(&format!("{}. {}", summary.trim_end_matches('.'), first_sentence(&long)), DESCRIPTION_MAX)
+    } else if summary.len() < 40
+        && !long.is_empty()
+        && !long.starts_with(summary.trim_end_matches('.'))
+    {
+        truncate(
+            &format!(
+                "{}. {}",
+                summary.trim_end_matches('.'),
+                first_sentence(&long)
+            ),
+            DESCRIPTION_MAX,
+        )
     } else {
         truncate(&summary, DESCRIPTION_MAX)
     };
@@ -260,20 +287,33 @@ fn parse_op(
         .unwrap_or_default();
     // Without a summary, the description's first sentence is the summary (Stripe: "<p>Create a
     // refund.</p>").
-    let lead = if summary.is_empty() { first_sentence(&long) } else { summary.as_str() };
+    let lead = if summary.is_empty() {
+        first_sentence(&long)
+    } else {
+        summary.as_str()
+    };
     let index_summary = format!("{lead} {}", tags.join(" "));
     let index_description = truncate(&long, INDEX_DESCRIPTION_MAX);
 
     // Operation parameters override path-item ones with the same name and location.
     let mut params: Vec<Value> = Vec::new();
     let own = op.get("parameters").and_then(Value::as_array);
-    for p in own.into_iter().flatten().chain(shared.into_iter().flatten()) {
+    for p in own
+        .into_iter()
+        .flatten()
+        .chain(shared.into_iter().flatten())
+    {
         let p = resolver.resolve(p).clone();
-        let key = (str_at(&p, &["name"]).map(str::to_string), str_at(&p, &["in"]).map(str::to_string));
-        if params
-            .iter()
-            .any(|q| (str_at(q, &["name"]).map(str::to_string), str_at(q, &["in"]).map(str::to_string)) == key)
-        {
+        let key = (
+            str_at(&p, &["name"]).map(str::to_string),
+            str_at(&p, &["in"]).map(str::to_string),
+        );
+        if params.iter().any(|q| {
+            (
+                str_at(q, &["name"]).map(str::to_string),
+                str_at(q, &["in"]).map(str::to_string),
+            ) == key
+        }) {
             continue;
         }
         params.push(p);
@@ -289,8 +329,7 @@ fn parse_op(
             continue;
         };
         let lname = name.to_ascii_lowercase();
-        if loc != "path"
-            && (CREDENTIAL_PARAMS.contains(&lname.as_str()) || hidden.contains(&lname))
+        if loc != "path" && (CREDENTIAL_PARAMS.contains(&lname.as_str()) || hidden.contains(&lname))
         {
             continue;
         }
@@ -411,7 +450,11 @@ impl Resolver<'_> {
     /// Follows `$ref`s (bounded, cycles end at the bound).
     fn resolve<'b>(&'b self, mut v: &'b Value) -> &'b Value {
         for _ in 0..8 {
-            match v.get("$ref").and_then(Value::as_str).and_then(|r| self.lookup(r)) {
+            match v
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| self.lookup(r))
+            {
                 Some(next) => v = next,
                 None => break,
             }
@@ -429,11 +472,16 @@ impl Resolver<'_> {
             let name = r.rsplit('/').next().unwrap_or(r);
             return match self.lookup(r) {
                 Some(target) if refs < REF_DEPTH => self.compact(target, refs + 1, depth),
-                _ => json!({"type": "object", "description": format!("{name} (see the API documentation)")}),
+                _ => {
+                    json!({"type": "object", "description": format!("{name} (see the API documentation)")})
+                }
             };
         }
         if depth >= SCHEMA_DEPTH {
-            let ty = obj.get("type").cloned().unwrap_or(Value::String("object".into()));
+            let ty = obj
+                .get("type")
+                .cloned()
+                .unwrap_or(Value::String("object".into()));
             return json!({"type": ty});
         }
         let mut out = Map::new();

@@ -11,7 +11,10 @@ struct Task {
 }
 
 fn tasks() -> Vec<Task> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../platform/eval/search_tasks.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../platform/eval/search_tasks.json"
+    );
     let text = std::fs::read_to_string(path).unwrap();
     let v: Value = serde_json::from_str(&text).unwrap();
     v.as_array()
@@ -39,7 +42,11 @@ fn the_eval_set_is_large_varied_and_names_real_tools() {
         assert!(!t.expected.is_empty(), "{}: no expected tool", t.query);
         for e in &t.expected {
             let tool = cat.tool(e);
-            assert!(tool.is_some(), "{}: expected tool {e} is not in the catalog", t.query);
+            assert!(
+                tool.is_some(),
+                "{}: expected tool {e} is not in the catalog",
+                t.query
+            );
             apps.insert(cat.apps[tool.unwrap().app as usize].id.clone());
         }
     }
@@ -54,10 +61,7 @@ fn recall_at_5_is_at_least_0_9() {
     let mut misses = Vec::new();
     for t in &tasks {
         let found = cat.find(&t.query, None, 5);
-        let rank = found
-            .hits
-            .iter()
-            .position(|h| t.expected.contains(&h.tool));
+        let rank = found.hits.iter().position(|h| t.expected.contains(&h.tool));
         match rank {
             Some(0) => {
                 at1 += 1;
@@ -67,16 +71,27 @@ fn recall_at_5_is_at_least_0_9() {
             None => misses.push(format!(
                 "{:?} → {:?} (hint {:?})",
                 t.query,
-                found.hits.iter().map(|h| h.tool.as_str()).collect::<Vec<_>>(),
+                found
+                    .hits
+                    .iter()
+                    .map(|h| h.tool.as_str())
+                    .collect::<Vec<_>>(),
                 found.hint
             )),
         }
     }
     let n = tasks.len() as f64;
     let (r1, r5) = (at1 as f64 / n, at5 as f64 / n);
-    println!("search eval: {} tasks, recall@1 {r1:.3}, recall@5 {r5:.3}", tasks.len());
+    println!(
+        "search eval: {} tasks, recall@1 {r1:.3}, recall@5 {r5:.3}",
+        tasks.len()
+    );
     for m in &misses {
         println!("miss: {m}");
     }
-    assert!(r5 >= 0.9, "recall@5 {r5:.3} < 0.9; misses:\n{}", misses.join("\n"));
+    assert!(
+        r5 >= 0.9,
+        "recall@5 {r5:.3} < 0.9; misses:\n{}",
+        misses.join("\n")
+    );
 }

@@ -106,11 +106,20 @@ pub struct AuthScheme {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AuthKind {
     /// A key sent as header, query parameter or cookie named `param`.
-    ApiKey { location: String, param: String },
+    ApiKey {
+        location: String,
+        param: String,
+    },
     /// HTTP auth: `basic`, `bearer`, …
-    Http { scheme: String },
-    OAuth2 { flows: Vec<OAuthFlow> },
-    OpenIdConnect { url: String },
+    Http {
+        scheme: String,
+    },
+    OAuth2 {
+        flows: Vec<OAuthFlow>,
+    },
+    OpenIdConnect {
+        url: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -198,7 +207,8 @@ impl Catalog {
     }
 
     pub fn from_reader(compressed: impl Read) -> Result<Catalog, CatalogError> {
-        let decoder = zstd::stream::read::Decoder::new(compressed).map_err(CatalogError::Decompress)?;
+        let decoder =
+            zstd::stream::read::Decoder::new(compressed).map_err(CatalogError::Decompress)?;
         let mut raw = Vec::new();
         decoder
             .take(MAX_UNCOMPRESSED + 1)
@@ -211,7 +221,9 @@ impl Catalog {
     }
 
     fn from_raw(raw: &[u8]) -> Result<Catalog, CatalogError> {
-        let rest = raw.strip_prefix(MAGIC.as_slice()).ok_or(CatalogError::BadMagic)?;
+        let rest = raw
+            .strip_prefix(MAGIC.as_slice())
+            .ok_or(CatalogError::BadMagic)?;
         let (version, rest) = postcard::take_from_bytes::<u32>(rest)?;
         if version != FORMAT_VERSION {
             return Err(CatalogError::Version { found: version });
@@ -281,7 +293,10 @@ impl Catalog {
                 *counts.entry(c.as_str()).or_default() += 1;
             }
         }
-        counts.into_iter().map(|(c, n)| (c.to_string(), n)).collect()
+        counts
+            .into_iter()
+            .map(|(c, n)| (c.to_string(), n))
+            .collect()
     }
 
     /// Apps in a category, in id order.

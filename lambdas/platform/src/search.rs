@@ -248,8 +248,21 @@ impl Index {
         use std::collections::{BTreeMap, BTreeSet};
         // Words that describe what a title is rather than what the app is called.
         const GENERIC: &[&str] = &[
-            "web", "service", "services", "client", "openapi", "swagger", "json", "http",
-            "official", "public", "platform", "v", "version", "developer", "interface",
+            "web",
+            "service",
+            "services",
+            "client",
+            "openapi",
+            "swagger",
+            "json",
+            "http",
+            "official",
+            "public",
+            "platform",
+            "v",
+            "version",
+            "developer",
+            "interface",
         ];
         let generic: BTreeSet<String> = GENERIC.iter().map(|w| text::stem(w)).collect();
         // Per key: the apps it names and the most lenient spread limit of its sources.
@@ -304,7 +317,12 @@ impl Index {
     }
 
     /// Number of apps outside `owners` whose tools use `term` in their name, summary or path.
-    fn spread(&self, term: &str, owners: &std::collections::BTreeSet<u32>, docs: &[DocText]) -> usize {
+    fn spread(
+        &self,
+        term: &str,
+        owners: &std::collections::BTreeSet<u32>,
+        docs: &[DocText],
+    ) -> usize {
         let Some(t) = self.term_id(term) else {
             return 0;
         };
@@ -405,7 +423,10 @@ impl Catalog {
         let limit = limit.clamp(1, MAX_LIMIT);
         let idx = &self.index;
         if query.len() > 1000 {
-            return Found::empty(None, "The query is too long; describe the task in a sentence.".into());
+            return Found::empty(
+                None,
+                "The query is too long; describe the task in a sentence.".into(),
+            );
         }
         let words: Vec<(String, String)> = text::words(query)
             .into_iter()
@@ -457,14 +478,8 @@ impl Catalog {
                     "The query names only an app; add what to do, e.g. 'send a message'.".into(),
                 );
             }
-            let ranges = apps
-                .iter()
-                .map(|&a| self.apps[a as usize].tools)
-                .collect();
-            // A detected app must answer at least half of the query, or the alias was probably
-            // incidental ("aws account" in "list lambda functions in my aws account").
-            let strict = app.is_none();
-            let (hits, hint) = rank(self, &terms, &words, &Scope::Ranges(ranges), limit, strict);
+            let ranges = apps.iter().map(|&a| self.apps[a as usize].tools).collect();
+            let (hits, hint) = rank(self, &terms, &words, &Scope::Ranges(ranges), limit);
             // An explicit app filter is never widened.
             if !hits.is_empty() || app.is_some() {
                 return Found {
@@ -477,7 +492,7 @@ impl Catalog {
         // Stage 2: the whole catalog, with every word (an alias word may be a real term).
         let none_used = vec![false; words.len()];
         let terms = query_terms(idx, &words, &none_used);
-        let (hits, hint) = rank(self, &terms, &words, &Scope::All, limit, false);
+        let (hits, hint) = rank(self, &terms, &words, &Scope::All, limit);
         Found {
             hint: if hits.is_empty() { hint } else { None },
             hits,
@@ -487,7 +502,10 @@ impl Catalog {
 }
 
 /// The longest alias in the query: the apps it names and the word span it covers.
-fn detect_app(idx: &Index, words: &[(String, String)]) -> Option<(Vec<u32>, std::ops::Range<usize>)> {
+fn detect_app(
+    idx: &Index,
+    words: &[(String, String)],
+) -> Option<(Vec<u32>, std::ops::Range<usize>)> {
     let max = (idx.max_alias_words as usize).min(words.len());
     for n in (1..=max).rev() {
         for start in 0..=words.len() - n {
@@ -540,7 +558,6 @@ fn rank(
     words: &[(String, String)],
     scope: &Scope,
     limit: usize,
-    strict: bool,
 ) -> (Vec<Hit>, Option<String>) {
     let idx = &cat.index;
     let answerable: Vec<&QueryTerm> = terms.iter().filter(|t| !t.variants.is_empty()).collect();
@@ -551,12 +568,16 @@ fn rank(
         } else {
             format!(
                 "None of the words ({}) occur in the catalog; try other words or name the app.",
-                terms.iter().map(|t| t.surface.as_str()).collect::<Vec<_>>().join(", ")
+                terms
+                    .iter()
+                    .map(|t| t.surface.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         };
         return (Vec::new(), Some(hint));
     }
-    let need = if answerable.len() >= 4 || strict {
+    let need = if answerable.len() >= 4 {
         answerable.len().div_ceil(2)
     } else {
         1
@@ -575,8 +596,8 @@ fn rank(
             let range = idx.postings(t);
             let docs = &idx.post_doc[range.clone()];
             let mut visit = |lo: usize, hi: usize| {
-                for p in lo..hi {
-                    let d = docs[p] as usize;
+                for (p, &d) in docs.iter().enumerate().take(hi).skip(lo) {
+                    let d = d as usize;
                     let tf = &idx.post_tf[range.start + p];
                     let len = &idx.doc_len[d];
                     let mut x = 0f32;
@@ -688,7 +709,12 @@ mod tests {
     use crate::catalog::{App, Method, Source};
 
     /// (app id, title, provider, [(operationId, method, path, summary)])
-    type Spec = (&'static str, &'static str, &'static str, &'static [(&'static str, Method, &'static str, &'static str)]);
+    type Spec = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [(&'static str, Method, &'static str, &'static str)],
+    );
 
     fn catalog(specs: &[Spec]) -> Catalog {
         let mut apps = Vec::new();
@@ -749,7 +775,10 @@ mod tests {
             .collect();
         let index = Index::build(&app_texts, &docs);
         Catalog {
-            source: Source { package: "test".into(), input_key: String::new() },
+            source: Source {
+                package: "test".into(),
+                input_key: String::new(),
+            },
             apps,
             tools,
             index,
@@ -759,18 +788,51 @@ mod tests {
 
     fn small() -> Catalog {
         catalog(&[
-            ("acme_mail", "Acme Mail API", "acmemail.com", &[
-                ("sendMessage", Method::Post, "/messages", "Send a message"),
-                ("listMessages", Method::Get, "/messages", "List messages"),
-                ("deleteMessage", Method::Delete, "/messages/{id}", "Delete a message"),
-            ]),
-            ("zeta_sheets", "Zeta Sheets", "zetasheets.io", &[
-                ("appendValues", Method::Post, "/spreadsheets/{id}/values:append", "Append values to a spreadsheet"),
-                ("getSpreadsheet", Method::Get, "/spreadsheets/{id}", "Get a spreadsheet"),
-            ]),
-            ("notes", "Notes", "notes.example", &[
-                ("createMessageNote", Method::Post, "/notes", "Create a note about a message"),
-            ]),
+            (
+                "acme_mail",
+                "Acme Mail API",
+                "acmemail.com",
+                &[
+                    ("sendMessage", Method::Post, "/messages", "Send a message"),
+                    ("listMessages", Method::Get, "/messages", "List messages"),
+                    (
+                        "deleteMessage",
+                        Method::Delete,
+                        "/messages/{id}",
+                        "Delete a message",
+                    ),
+                ],
+            ),
+            (
+                "zeta_sheets",
+                "Zeta Sheets",
+                "zetasheets.io",
+                &[
+                    (
+                        "appendValues",
+                        Method::Post,
+                        "/spreadsheets/{id}/values:append",
+                        "Append values to a spreadsheet",
+                    ),
+                    (
+                        "getSpreadsheet",
+                        Method::Get,
+                        "/spreadsheets/{id}",
+                        "Get a spreadsheet",
+                    ),
+                ],
+            ),
+            (
+                "notes",
+                "Notes",
+                "notes.example",
+                &[(
+                    "createMessageNote",
+                    Method::Post,
+                    "/notes",
+                    "Create a note about a message",
+                )],
+            ),
         ])
     }
 

@@ -128,12 +128,13 @@ pub fn stem(word: &str) -> String {
     if w.ends_with("ies") && n > 4 {
         w.truncate(n - 3);
         w.push('y');
-    } else if w.ends_with("sses") {
-        w.truncate(n - 2);
-    } else if w.ends_with("xes") || w.ends_with("ches") || w.ends_with("shes") {
-        w.truncate(n - 2);
-    } else if w.ends_with('s') && !(w.ends_with("ss") || w.ends_with("us") || w.ends_with("is"))
+    } else if w.ends_with("sses")
+        || w.ends_with("xes")
+        || w.ends_with("ches")
+        || w.ends_with("shes")
     {
+        w.truncate(n - 2);
+    } else if w.ends_with('s') && !(w.ends_with("ss") || w.ends_with("us") || w.ends_with("is")) {
         w.truncate(n - 1);
     } else if w.ends_with("ing") && n > 5 {
         w.truncate(n - 3);
@@ -246,20 +247,35 @@ static VERBS: LazyLock<HashMap<String, Verb>> = LazyLock::new(|| {
         ),
         (
             Verb::List,
-            &["list", "all", "search", "browse", "enumerate", "find", "query"],
+            &[
+                "list",
+                "all",
+                "search",
+                "browse",
+                "enumerate",
+                "find",
+                "query",
+            ],
         ),
         (
             Verb::Update,
             &[
-                "update", "edit", "modify", "change", "set", "patch", "rename", "replace",
-                "move", "assign", "mark",
+                "update", "edit", "modify", "change", "set", "patch", "rename", "replace", "move",
+                "assign", "mark",
             ],
         ),
         (
             Verb::Delete,
             &[
-                "delete", "remove", "erase", "destroy", "drop", "clear", "unsubscribe",
-                "revoke", "purge",
+                "delete",
+                "remove",
+                "erase",
+                "destroy",
+                "drop",
+                "clear",
+                "unsubscribe",
+                "revoke",
+                "purge",
             ],
         ),
     ];
@@ -366,7 +382,10 @@ mod tests {
     fn identifiers_split_into_words() {
         assert_eq!(words("chat.postMessage"), ["chat", "post", "message"]);
         assert_eq!(words("PostRefunds"), ["post", "refunds"]);
-        assert_eq!(words("HTTPServer_list-all"), ["http", "server", "list", "all"]);
+        assert_eq!(
+            words("HTTPServer_list-all"),
+            ["http", "server", "list", "all"]
+        );
         assert_eq!(words("/v1/users/{user_id}"), ["users", "user", "id"]);
         assert_eq!(words("floatingIPs_create"), ["floating", "ips", "create"]);
     }
