@@ -269,8 +269,9 @@ impl Catalog {
             .ok_or_else(|| CatalogError::Schema(name.to_string()))?;
         let raw = zstd::stream::decode_all(block.as_slice()).map_err(CatalogError::Decompress)?;
         let texts: Vec<String> = postcard::from_bytes(&raw)?;
-        let text = texts
-            .get(i - app.tools.0 as usize)
+        let text = i
+            .checked_sub(app.tools.0 as usize)
+            .and_then(|k| texts.get(k))
             .ok_or_else(|| CatalogError::Schema(name.to_string()))?;
         serde_json::from_str(text).map_err(|_| CatalogError::Schema(name.to_string()))
     }
@@ -304,5 +305,86 @@ impl Catalog {
         self.apps
             .iter()
             .filter(move |a| a.categories.iter().any(|c| c == category))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> Catalog {
+        let schemas = vec![r#"{"type":"object","properties":{}}"#.to_string()];
+        Catalog {
+            source: Source {
+                package: "test@1".into(),
+                input_key: "k".into(),
+            },
+            apps: vec![App {
+                id: "acme".into(),
+                title: "Acme".into(),
+                provider: "acme.com".into(),
+                service: None,
+                description: String::new(),
+                categories: vec!["messaging".into()],
+                logo_url: None,
+                base_url: "https://acme.com".into(),
+                version: "1".into(),
+                license: None,
+                auth: Vec::new(),
+                tools: (0, 1),
+            }],
+            tools: vec![Tool {
+                name: "acme.ping".into(),
+                app: 0,
+                method: Method::Get,
+                path: "/ping".into(),
+                operation_id: Some("ping".into()),
+                description: "Ping.".into(),
+                security: Vec::new(),
+                deprecated: false,
+            }],
+            index: Index::default(),
+            schemas: vec![Catalog::schema_block(&schemas, 3).unwrap()],
+        }
+    }
+
+    #[test]
+    fn an_artifact_round_trips() {
+        let bytes = tiny().to_artifact(3).unwrap();
+        let back = Catalog::from_reader(bytes.as_slice()).unwrap();
+        assert_eq!(back.apps, tiny().apps);
+        assert_eq!(
+            back.tool("acme.ping").map(|t| t.path.as_str()),
+            Some("/ping")
+        );
+        assert_eq!(back.input_schema("acme.ping").unwrap()["type"], "object");
+        assert!(matches!(
+            back.input_schema("acme.pong"),
+            Err(CatalogError::UnknownTool(_))
+        ));
+        assert_eq!(back.categories(), vec![("messaging".to_string(), 1)]);
+    }
+
+    #[test]
+    fn foreign_or_damaged_files_are_refused_with_a_reason() {
+        let not_zstd = Catalog::from_reader(&b"hello"[..]).unwrap_err();
+        assert!(
+            matches!(not_zstd, CatalogError::Decompress(_)),
+            "{not_zstd}"
+        );
+
+        let wrong_magic = zstd::stream::encode_all(&b"NOTACATALOG"[..], 1).unwrap();
+        let err = Catalog::from_reader(wrong_magic.as_slice()).unwrap_err();
+        assert!(matches!(err, CatalogError::BadMagic), "{err}");
+
+        let mut raw = MAGIC.to_vec();
+        raw = postcard::to_extend(&(FORMAT_VERSION + 1), raw).unwrap();
+        let other = zstd::stream::encode_all(raw.as_slice(), 1).unwrap();
+        let err = Catalog::from_reader(other.as_slice()).unwrap_err();
+        assert!(err.to_string().contains("rebuild"), "{err}");
+
+        let mut bytes = tiny().to_artifact(3).unwrap();
+        bytes.truncate(bytes.len() / 2);
+        assert!(Catalog::from_reader(bytes.as_slice()).is_err());
     }
 }
