@@ -90,6 +90,17 @@ fn init_logs() {
 
 fn load_catalog() -> Result<Arc<dyn Catalog>, String> {
     match std::env::var_os(CATALOG_VAR) {
+        // The built artifact (zstd, from `lambdas/catalog`) is the product catalog; a JSON file
+        // is the small development/test catalog.
+        Some(path)
+            if std::path::Path::new(&path)
+                .extension()
+                .is_some_and(|e| e == "zst") =>
+        {
+            platform::catalog::Catalog::load(path.as_ref())
+                .map(|c| Arc::new(c) as Arc<dyn Catalog>)
+                .map_err(|e| format!("{CATALOG_VAR}: {e}"))
+        }
         Some(path) => StaticCatalog::from_path(path.as_ref())
             .map(|c| Arc::new(c) as Arc<dyn Catalog>)
             .map_err(|e| format!("{CATALOG_VAR}: {e}")),

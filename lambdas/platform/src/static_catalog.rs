@@ -103,18 +103,18 @@ impl StaticCatalog {
     }
 }
 
-fn words(s: &str) -> Vec<String> {
+pub(crate) fn words(s: &str) -> Vec<String> {
     s.split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.len() > 1)
         .map(str::to_lowercase)
         .collect()
 }
 
-fn encode_cursor(offset: usize) -> String {
+pub(crate) fn encode_cursor(offset: usize) -> String {
     URL_SAFE_NO_PAD.encode(format!("o:{offset}"))
 }
 
-fn decode_cursor(cursor: &str) -> Result<usize, CatalogError> {
+pub(crate) fn decode_cursor(cursor: &str) -> Result<usize, CatalogError> {
     let raw = URL_SAFE_NO_PAD
         .decode(cursor)
         .map_err(|_| CatalogError::InvalidCursor)?;

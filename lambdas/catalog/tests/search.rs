@@ -1,0 +1,111 @@
+//! Tool search behaviour on the real catalog: app detection, the app filter, the minimum-match
+//! floor and what a hit carries.
+
+mod common;
+
+#[test]
+fn an_app_named_loosely_narrows_the_search_to_it() {
+    let cat = common::catalog();
+    let found = cat.find("add a row to a google sheet", None, 5);
+    assert_eq!(found.app.as_deref(), Some("google_sheets"));
+    assert!(found.hits.iter().all(|h| h.app == "google_sheets"));
+    assert_eq!(
+        found.hits[0].tool,
+        "google_sheets.sheets_spreadsheets_values_append"
+    );
+}
+
+#[test]
+fn an_explicit_app_filter_is_never_widened() {
+    let cat = common::catalog();
+    let found = cat.find("create an issue", Some("github"), 10);
+    assert!(!found.hits.is_empty());
+    assert!(
+        found.hits.iter().all(|h| h.app == "github"),
+        "{:?}",
+        found.hits
+    );
+    let found = cat.find("bake a chocolate cake", Some("github"), 10);
+    assert!(found.hits.is_empty());
+    assert!(found.hint.is_some());
+    let found = cat.find("create an issue", Some("no_such_app"), 10);
+    assert!(found.hits.is_empty());
+    assert!(found.hint.unwrap().contains("Unknown app"));
+}
+
+#[test]
+fn weak_matches_give_an_empty_answer_with_a_hint() {
+    let cat = common::catalog();
+    // Six words the catalog knows, but no single tool has more than two of them.
+    let found = cat.find(
+        "tweet payroll invoice spreadsheet droplet kubernetes",
+        None,
+        5,
+    );
+    assert!(found.hits.is_empty(), "{:?}", found.hits);
+    let hint = found.hint.expect("hint");
+    assert!(
+        hint.contains("at least 3 of the 6 searchable words"),
+        "{hint}"
+    );
+
+    // Words the catalog does not know are not answerable, so they cannot sink a query...
+    let found = cat.find("create a github issue for the chocolate cake", None, 5);
+    assert!(
+        found.hits.iter().any(|h| h.tool == "github.issues_create"),
+        "{:?}",
+        found.hits
+    );
+    // ...and a query of only such words gets a hint.
+    let found = cat.find("chocolate cake", None, 5);
+    assert!(found.hits.is_empty(), "{:?}", found.hits);
+    assert!(found.hint.is_some());
+
+    let found = cat.find("the of and to", None, 5);
+    assert!(found.hits.is_empty());
+    assert!(found.hint.is_some());
+
+    let found = cat.find("slack", None, 5);
+    assert!(found.hits.is_empty());
+    assert!(found.hint.unwrap().contains("names only an app"));
+}
+
+#[test]
+fn hits_carry_score_app_and_matched_terms_in_score_order() {
+    let cat = common::catalog();
+    let found = cat.find("send a message to a slack channel", None, 5);
+    assert_eq!(found.hits.len(), 5);
+    assert!(found.hint.is_none());
+    for w in found.hits.windows(2) {
+        assert!(w[0].score >= w[1].score);
+    }
+    let top = &found.hits[0];
+    assert_eq!(top.tool, "slack.chat_post_message");
+    assert_eq!(top.app, "slack");
+    assert!(
+        top.matched_terms.iter().any(|t| t == "message"),
+        "{:?}",
+        top.matched_terms
+    );
+    assert!(
+        top.connection.is_none(),
+        "the REST layer fills in connection status"
+    );
+    let json = serde_json::to_value(top).unwrap();
+    assert!(json.get("connection").is_none());
+    assert!(json["score"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn limits_are_clamped_and_hostile_queries_are_answered() {
+    let cat = common::catalog();
+    assert_eq!(cat.find("list users", None, 0).hits.len(), 1);
+    assert!(cat.find("list users", None, 10_000).hits.len() <= platform::search::MAX_LIMIT);
+    let long = "list ".repeat(500);
+    let found = cat.find(&long, None, 5);
+    assert!(found.hits.is_empty() && found.hint.is_some());
+    // Control characters, emoji and markup are just non-words: an answer, never a panic.
+    let found = cat.find("ünïcödé 🚀 \u{0} <script>", None, 5);
+    assert!(found.hits.iter().all(|h| !h.matched_terms.is_empty()));
+    assert_eq!(found.hits.is_empty(), found.hint.is_some());
+}
