@@ -6,6 +6,7 @@
 pub mod accounts;
 pub mod catalog_api;
 pub mod clock;
+pub mod env;
 pub mod keys;
 pub mod local;
 pub mod mcp;
