@@ -58,7 +58,7 @@ variable "jobs_timeout_s" {
 }
 
 variable "jobs_reserved_concurrency" {
-  description = "Reserved concurrency of the jobs function: 1 keeps scheduled runs from overlapping."
+  description = "Reserved concurrency of the jobs function: 1 keeps scheduled runs from overlapping. Accounts still at Lambda's default limit of 10 cannot reserve any (10 must stay unreserved): raise the limit, or set -1 (no reservation) until then."
   type        = number
   default     = 1
 }
