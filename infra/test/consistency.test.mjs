@@ -218,3 +218,19 @@ test("the access log never contains the request path (it may carry an API key)",
   const routes = hcl.locals.route_keys;
   assert.ok(String(routes).includes("ANY /mcp/k/{key}"), "the path-key MCP route exists");
 });
+
+// The contract above lists the names in env.rs; it only holds if the code reads nothing by a
+// literal name behind its back.
+test("the functions read environment variables only through named constants", () => {
+  const offenders = [];
+  for (const crate of ["platform", "api", "jobs"]) {
+    const dir = join(ROOT, "lambdas", crate, "src");
+    for (const f of readdirSync(dir).filter((x) => x.endsWith(".rs"))) {
+      const src = readFileSync(join(dir, f), "utf8").split("#[cfg(test)]")[0];
+      for (const m of src.matchAll(/env::var(?:_os)?\(\s*"([^"]+)"|try_from_default_env|from_default_env/g)) {
+        offenders.push(`${crate}/src/${f}: ${m[0]}`);
+      }
+    }
+  }
+  assert.deepEqual(offenders, [], "use a constant from platform::env (and list it there)");
+});
