@@ -12,15 +12,12 @@ use lambda_http::{Body, RequestExt, service_fn};
 use platform::accounts::{self, AccountError, IssuedKey};
 use platform::catalog_api::Catalog;
 use platform::clock::{Clock, SystemClock, rfc3339};
+use platform::env::{CATALOG_VAR, LOG_VAR};
 use platform::ratelimit::RateLimitPolicy;
 use platform::router::{App, ClientAddr};
 use platform::static_catalog::StaticCatalog;
 use platform::store::{DynamoStore, Store, TABLE_VAR};
 use serde_json::json;
-
-/// Environment variable naming a JSON catalog file (development and tests; see
-/// `platform::static_catalog`). Without it the catalog is empty.
-const CATALOG_VAR: &str = "CATALOG_PATH";
 
 #[derive(Parser)]
 #[command(
@@ -82,7 +79,7 @@ fn init_logs() {
         .json()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
+            tracing_subscriber::EnvFilter::try_from_env(LOG_VAR)
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
