@@ -9,8 +9,10 @@
 //! transitions are where a fall detector false-alarms; long stretches of unchanged stillness are
 //! covered by the sleep segments' caps. Frames, pipeline and monitor are the real ones, at full
 //! rate; the monitor sees the estimates every 0.1 s of scene time as the runner would.
-//! `the_whole_day_raises_no_alarm` plays the uncapped 24 h; it is `#[ignore]`d for CI time and
-//! meant for `cargo test --release -p local-agent --test accuracy_day -- --ignored`.
+//! `the_whole_day_raises_no_alarm` plays the uncapped 24 h (about 2.4 min in the dev profile, now
+//! that the sensing crates are optimised there). It is `#[ignore]`d because its target is not met:
+//! measured 2026-11-22, 0 fall alarms but 4 false `no_breathing` alarms during sleep. Run it with
+//! `cargo test -p local-agent --test accuracy_day -- --ignored`.
 
 use local_agent::sensing::fall::{AlarmEntry, FallConfig, FallMonitor};
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
@@ -82,7 +84,7 @@ fn the_evening_of_an_ordinary_day_raises_no_alarm() {
 }
 
 #[test]
-#[ignore = "24 h of frames: run in release, see the module notes"]
+#[ignore = "not met yet: the full day (2.4 min in the dev profile) raises 0 fall alarms but 4 false no_breathing alarms while asleep, when the sleeper's breathing falls in an amplitude blind spot"]
 fn the_whole_day_raises_no_alarm() {
     let (t, alarms) = play(day(), 23);
     println!("day: {t:.0} s simulated, alarms {alarms:?}");
@@ -92,7 +94,6 @@ fn the_whole_day_raises_no_alarm() {
 /// One uninterrupted hour asleep in bed (the exposure the capped day shortens): no
 /// no-breathing alarm while the sleeper's breathing is only caught now and then.
 #[test]
-#[ignore = "an hour of frames (~5.5 min in the dev profile): run explicitly"]
 fn an_hour_asleep_raises_no_alarm() {
     let script = vec![
         Segment {
