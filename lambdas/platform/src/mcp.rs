@@ -3,7 +3,8 @@
 //!
 //! The router authenticates and rate-limits the request exactly like REST, then hands it to the
 //! rmcp service with the caller's [`Principal`] in the request extensions; tools read it from
-//! there. Tools that need connections (`connect_app`, `run_tool`) arrive with connections.
+//! there. `connect_app` and `run_tool` are listed and validate their arguments, but answer a tool
+//! error until connections and tool execution arrive.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -36,6 +37,18 @@ fn tool_specs() -> Vec<(&'static str, &'static str, Value)> {
                                   "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS}}}),
         ),
         (
+            "connect_app",
+            "Connect an app (its catalog id) to the caller's account. Not available on this \
+             platform version yet: the call validates the app and says so.",
+            json!({"type": "object", "additionalProperties": false, "required": ["app"],
+                   "properties": {"app": {"type": "string", "minLength": 1}}}),
+        ),
+        (
+            "list_connections",
+            "List the apps the caller has connected.",
+            json!({"type": "object", "additionalProperties": false, "properties": {}}),
+        ),
+        (
             "find_tools",
             "Find tools for a task described in plain words, best first. Optionally only within \
              one app (its catalog id). An empty result comes with a hint.",
@@ -51,9 +64,14 @@ fn tool_specs() -> Vec<(&'static str, &'static str, Value)> {
                    "properties": {"name": {"type": "string", "minLength": 1}}}),
         ),
         (
-            "list_connections",
-            "List the apps the caller has connected.",
-            json!({"type": "object", "additionalProperties": false, "properties": {}}),
+            "run_tool",
+            "Run a tool with arguments matching its input schema, optionally through one \
+             connection. Not available on this platform version yet: the call validates the \
+             tool and says so.",
+            json!({"type": "object", "additionalProperties": false, "required": ["tool", "arguments"],
+                   "properties": {"tool": {"type": "string", "minLength": 1},
+                                  "arguments": {"type": "object"},
+                                  "connection_id": {"type": "string", "minLength": 1}}}),
         ),
     ]
 }
@@ -100,7 +118,8 @@ impl<S: Store + Clone> Hub<S> {
     async fn call(&self, principal: &Principal, name: &str, args: &Value) -> CallToolResult {
         let Some(validator) = self.tools.validators.get(name) else {
             return failed(format!(
-                "No tool {name:?}; the tools are search_apps, find_tools, get_tool and list_connections."
+                "No tool {name:?}; the tools are search_apps, connect_app, list_connections, \
+                 find_tools, get_tool and run_tool."
             ));
         };
         let errors = violations(validator, args);
@@ -116,6 +135,37 @@ impl<S: Store + Clone> Hub<S> {
                 .and_then(Value::as_u64)
                 .map_or(default, |n| n as usize)
         };
+        // Connections and tool execution arrive with the next platform version; the arguments
+        // are still checked so a model learns about a wrong app or tool name first.
+        match name {
+            "connect_app" => {
+                let app = args["app"].as_str().unwrap_or_default();
+                if self.catalog.app(app).is_none() {
+                    return failed(format!(
+                        "No app {app:?} in the catalog; search_apps finds app ids."
+                    ));
+                }
+                return failed(format!(
+                    "Connecting apps is not available on this platform version yet, so {app:?} \
+                     cannot be connected now. Meanwhile use search_apps, find_tools and get_tool \
+                     to explore the catalog."
+                ));
+            }
+            "run_tool" => {
+                let tool = args["tool"].as_str().unwrap_or_default();
+                if self.catalog.tool(tool).is_none() {
+                    return failed(format!(
+                        "No tool {tool:?}; find_tools finds tools for a task."
+                    ));
+                }
+                return failed(format!(
+                    "Running tools is not available on this platform version yet, so {tool:?} \
+                     was not run. Meanwhile get_tool shows its input schema, so the call can be \
+                     prepared; call the app's own API directly to act now."
+                ));
+            }
+            _ => {}
+        }
         let connected = match self.store.connected_apps(&principal.account_id).await {
             Ok(c) => c,
             Err(e) => {
@@ -189,12 +239,13 @@ impl<S: Store + Clone> Hub<S> {
                     )),
                 }
             }
-            _ => {
+            "list_connections" => {
                 let mut apps: Vec<&String> = connected.iter().collect();
                 apps.sort();
                 let list: Vec<Value> = apps.iter().map(|a| json!({"app": a})).collect();
                 CallToolResult::structured(json!({"connections": list}))
             }
+            _ => failed(format!("No tool {name:?}.")),
         }
     }
 }

@@ -82,7 +82,29 @@ async fn both_key_forms_reach_the_tools() {
         .collect();
     assert_eq!(
         names,
-        ["search_apps", "find_tools", "get_tool", "list_connections"]
+        [
+            "search_apps",
+            "connect_app",
+            "list_connections",
+            "find_tools",
+            "get_tool",
+            "run_tool"
+        ]
+    );
+    let schema = |name: &str| {
+        list.body["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()["inputSchema"]
+            .clone()
+    };
+    assert_eq!(schema("connect_app")["required"], json!(["app"]));
+    assert_eq!(schema("run_tool")["required"], json!(["tool", "arguments"]));
+    assert_eq!(
+        schema("run_tool")["properties"]["connection_id"]["type"],
+        "string"
     );
     assert_eq!(common::ratelimit(&list).0, 117);
 
@@ -158,6 +180,67 @@ async fn both_key_forms_reach_the_tools() {
             .unwrap()
             .is_empty()
     );
+}
+
+fn error_text(result: &Value) -> String {
+    assert_eq!(result["isError"], true, "{result}");
+    result["structuredContent"]["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error text: {result}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn connect_app_and_run_tool_validate_then_say_they_are_not_available_yet() {
+    let srv = server().await;
+    let a = srv.account("mcp-later@example.com").await;
+    let url_key = format!("/mcp/k/{}", a.key.expose());
+    let call = |name: &'static str, args: Value| {
+        let (base, path) = (srv.base.clone(), url_key.clone());
+        async move { call_tool(&base, &path, None, name, args).await }
+    };
+
+    let connect = error_text(&call("connect_app", json!({"app": "slack"})).await);
+    assert!(connect.contains("not available"), "{connect}");
+    assert!(connect.contains("search_apps"), "{connect}");
+    let unknown_app = error_text(&call("connect_app", json!({"app": "no-such-app"})).await);
+    assert!(
+        unknown_app.contains("No app \"no-such-app\""),
+        "{unknown_app}"
+    );
+    let bad = call("connect_app", json!({})).await;
+    assert_eq!(bad["isError"], true, "{bad}");
+    assert!(
+        !bad["structuredContent"]["errors"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    let run = error_text(
+        &call(
+            "run_tool",
+            json!({"tool": "github_create_issue", "arguments": {"title": "x"}, "connection_id": "c1"}),
+        )
+        .await,
+    );
+    assert!(run.contains("not available"), "{run}");
+    assert!(run.contains("get_tool"), "{run}");
+    let unknown_tool =
+        error_text(&call("run_tool", json!({"tool": "nope", "arguments": {}})).await);
+    assert!(unknown_tool.contains("No tool \"nope\""), "{unknown_tool}");
+    let no_args = call("run_tool", json!({"tool": "github_create_issue"})).await;
+    assert_eq!(no_args["isError"], true, "{no_args}");
+    assert!(
+        !no_args["structuredContent"]["errors"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // The refusals are not connections: nothing was connected.
+    let conns = call("list_connections", json!({})).await;
+    assert_eq!(conns["structuredContent"], json!({"connections": []}));
 }
 
 #[tokio::test]
@@ -240,5 +323,5 @@ async fn stateless_2026_revision_lists_tools_as_private_to_the_key() {
     .await;
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.raw));
     assert_eq!(r.body["result"]["cacheScope"], "private", "{}", r.body);
-    assert_eq!(r.body["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(r.body["result"]["tools"].as_array().unwrap().len(), 6);
 }
