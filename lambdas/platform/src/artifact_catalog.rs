@@ -5,9 +5,8 @@
 
 use crate::catalog;
 use crate::catalog_api::{
-    AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Page, ToolDef,
+    AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Page, ToolDef, page_apps,
 };
-use crate::static_catalog::{decode_cursor, encode_cursor, words};
 
 fn summary(c: &catalog::Catalog, app: &catalog::App) -> AppSummary {
     AppSummary {
@@ -26,37 +25,15 @@ impl Catalog for catalog::Catalog {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<AppSummary>, CatalogError> {
-        let start = cursor.map(decode_cursor).transpose()?.unwrap_or(0);
-        let terms = filter.search.map(words).unwrap_or_default();
-        let matching: Vec<&catalog::App> = self
-            .apps
-            .iter()
-            .filter(|a| {
-                filter
-                    .category
-                    .is_none_or(|c| a.categories.iter().any(|x| x == c))
-            })
-            .filter(|a| {
-                terms.is_empty() || {
-                    let text = words(&format!(
-                        "{} {} {} {}",
-                        a.id, a.title, a.provider, a.description
-                    ));
-                    terms.iter().all(|t| text.contains(t))
-                }
-            })
-            .collect();
-        if start > matching.len() {
-            return Err(CatalogError::InvalidCursor);
-        }
-        let end = (start + limit).min(matching.len());
-        Ok(Page {
-            items: matching[start..end]
-                .iter()
-                .map(|a| summary(self, a))
-                .collect(),
-            next_cursor: (end < matching.len()).then(|| encode_cursor(end)),
-        })
+        page_apps(
+            self.apps.iter(),
+            filter,
+            cursor,
+            limit,
+            |a| &a.categories,
+            |a| format!("{} {} {} {}", a.id, a.title, a.provider, a.description),
+            |a| summary(self, a),
+        )
     }
 
     fn app(&self, id: &str) -> Option<AppSummary> {

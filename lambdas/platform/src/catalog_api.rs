@@ -5,6 +5,8 @@
 //! from a small JSON file for development and tests. Everything here is read-only and
 //! synchronous: the catalog is loaded once per process and searched in memory.
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -86,4 +88,63 @@ pub trait Catalog: Send + Sync {
 
     /// Tools for a task in plain words, best first, at most `limit`, optionally within one app.
     fn find_tools(&self, query: &str, app: Option<&str>, limit: usize) -> FindResult;
+}
+
+pub(crate) fn words(s: &str) -> Vec<String> {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() > 1)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+pub(crate) fn encode_cursor(offset: usize) -> String {
+    URL_SAFE_NO_PAD.encode(format!("o:{offset}"))
+}
+
+pub(crate) fn decode_cursor(cursor: &str) -> Result<usize, CatalogError> {
+    let raw = URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| CatalogError::InvalidCursor)?;
+    std::str::from_utf8(&raw)
+        .ok()
+        .and_then(|s| s.strip_prefix("o:"))
+        .and_then(|n| n.parse().ok())
+        .ok_or(CatalogError::InvalidCursor)
+}
+
+/// One page of the apps that pass `filter`, in the order given. Every catalog pages through this,
+/// so a cursor means the same whichever catalog issued it. `categories` and `text` say how an app
+/// is filtered (its categories; the words it is searched by); `summary` how it is listed.
+pub(crate) fn page_apps<'a, A: 'a>(
+    apps: impl Iterator<Item = &'a A>,
+    filter: AppFilter<'_>,
+    cursor: Option<&str>,
+    limit: usize,
+    categories: impl Fn(&A) -> &[String],
+    text: impl Fn(&A) -> String,
+    summary: impl Fn(&A) -> AppSummary,
+) -> Result<Page<AppSummary>, CatalogError> {
+    let start = cursor.map(decode_cursor).transpose()?.unwrap_or(0);
+    let terms = filter.search.map(words).unwrap_or_default();
+    let matching: Vec<&A> = apps
+        .filter(|a| {
+            filter
+                .category
+                .is_none_or(|c| categories(a).iter().any(|x| x == c))
+        })
+        .filter(|a| {
+            terms.is_empty() || {
+                let words = words(&text(a));
+                terms.iter().all(|t| words.contains(t))
+            }
+        })
+        .collect();
+    if start > matching.len() {
+        return Err(CatalogError::InvalidCursor);
+    }
+    let end = (start + limit).min(matching.len());
+    Ok(Page {
+        items: matching[start..end].iter().map(|a| summary(a)).collect(),
+        next_cursor: (end < matching.len()).then(|| encode_cursor(end)),
+    })
 }

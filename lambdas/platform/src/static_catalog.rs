@@ -9,13 +9,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalog_api::{
-    AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Page, ToolDef,
+    AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Page, ToolDef, page_apps, words,
 };
 
 #[derive(Debug, Deserialize)]
@@ -103,28 +101,6 @@ impl StaticCatalog {
     }
 }
 
-pub(crate) fn words(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.len() > 1)
-        .map(str::to_lowercase)
-        .collect()
-}
-
-pub(crate) fn encode_cursor(offset: usize) -> String {
-    URL_SAFE_NO_PAD.encode(format!("o:{offset}"))
-}
-
-pub(crate) fn decode_cursor(cursor: &str) -> Result<usize, CatalogError> {
-    let raw = URL_SAFE_NO_PAD
-        .decode(cursor)
-        .map_err(|_| CatalogError::InvalidCursor)?;
-    std::str::from_utf8(&raw)
-        .ok()
-        .and_then(|s| s.strip_prefix("o:"))
-        .and_then(|n| n.parse().ok())
-        .ok_or(CatalogError::InvalidCursor)
-}
-
 impl Catalog for StaticCatalog {
     fn apps(
         &self,
@@ -132,29 +108,15 @@ impl Catalog for StaticCatalog {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<AppSummary>, CatalogError> {
-        let start = cursor.map(decode_cursor).transpose()?.unwrap_or(0);
-        let terms = filter.search.map(words).unwrap_or_default();
-        let matching: Vec<&AppSummary> = self
-            .apps
-            .iter()
-            .filter(|a| {
-                filter
-                    .category
-                    .is_none_or(|c| a.categories.iter().any(|x| x == c))
-            })
-            .filter(|a| {
-                let text = words(&format!("{} {} {}", a.id, a.name, a.description));
-                terms.iter().all(|t| text.contains(t))
-            })
-            .collect();
-        if start > matching.len() {
-            return Err(CatalogError::InvalidCursor);
-        }
-        let end = (start + limit).min(matching.len());
-        Ok(Page {
-            items: matching[start..end].iter().map(|a| (*a).clone()).collect(),
-            next_cursor: (end < matching.len()).then(|| encode_cursor(end)),
-        })
+        page_apps(
+            self.apps.iter(),
+            filter,
+            cursor,
+            limit,
+            |a| &a.categories,
+            |a| format!("{} {} {}", a.id, a.name, a.description),
+            AppSummary::clone,
+        )
     }
 
     fn app(&self, id: &str) -> Option<AppSummary> {
