@@ -15,7 +15,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use super::routes::{self, RequestHead, RouteContext};
 use super::runner::SnapshotReceiver;
@@ -53,6 +53,35 @@ pub async fn bind(port: u16) -> std::io::Result<TcpListener> {
 }
 
 /// Serves until `shutdown` turns true, then drains in-flight requests for up to the grace period.
+/// Waits for a connection slot and the next connection, with Nagle off. `None` once shutdown is
+/// requested. Accept errors (usually EMFILE or a reset during the handshake) are logged and
+/// retried after a short pause rather than ending the server. Shared by the engine and the hub.
+pub(crate) async fn accept_next(
+    listener: &TcpListener,
+    permits: &Arc<Semaphore>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Option<(OwnedSemaphorePermit, tokio::net::TcpStream, SocketAddr)> {
+    let permit = tokio::select! {
+        permit = Arc::clone(permits).acquire_owned() => permit.ok()?,
+        _ = shutdown.changed() => return None,
+    };
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    return Some((permit, stream, peer));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.changed() => return None,
+        }
+    }
+}
+
 pub async fn serve(
     listener: TcpListener,
     snapshots: SnapshotReceiver,
@@ -79,26 +108,10 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
 
     loop {
-        let permit = tokio::select! {
-            permit = Arc::clone(&permits).acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = shutdown.changed() => break,
+        let Some((permit, stream, peer)) = accept_next(&listener, &permits, &mut shutdown).await
+        else {
+            break;
         };
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(e) => {
-                    // Usually EMFILE or a reset during the handshake: log, breathe, go on.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = shutdown.changed() => break,
-        };
-        let _ = stream.set_nodelay(true);
         let snapshots = snapshots.clone();
         let service = service_fn(move |req: Request<Incoming>| {
             let snapshot = Arc::clone(&snapshots.borrow());

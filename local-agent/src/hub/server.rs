@@ -30,7 +30,7 @@ use super::registry::{Counters, CountersView, NodeView, Registry};
 use crate::alerts::{AlertLog, AlertView, AwayMode};
 use crate::engine::host_guard;
 use crate::engine::records::ErrorBody;
-use crate::engine::server::Limits;
+use crate::engine::server::{Limits, accept_next};
 
 /// Largest body of a control request.
 const MAX_CONTROL_BODY: usize = 1024;
@@ -434,25 +434,10 @@ pub async fn serve(
     let max = limits.max_connections.max(1);
     let permits = Arc::new(Semaphore::new(max));
     loop {
-        let permit = tokio::select! {
-            permit = Arc::clone(&permits).acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = shutdown.changed() => break,
+        let Some((permit, stream, peer)) = accept_next(&listener, &permits, &mut shutdown).await
+        else {
+            break;
         };
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = shutdown.changed() => break,
-        };
-        let _ = stream.set_nodelay(true);
         let state = Arc::clone(&state);
         let conn_shutdown = shutdown.clone();
         let service = service_fn(move |req: Request<Incoming>| {
