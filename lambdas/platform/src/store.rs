@@ -64,7 +64,7 @@ where
 }
 
 /// Maps a failed single-item write: a lost condition is a conflict.
-fn write_error<E, R>(e: SdkError<E, R>, conflict: &'static str) -> StoreError
+pub(crate) fn write_error<E, R>(e: SdkError<E, R>, conflict: &'static str) -> StoreError
 where
     E: std::error::Error + ProvideErrorMetadata + 'static,
     R: std::fmt::Debug,
@@ -173,35 +173,35 @@ pub struct DynamoStore {
     table: String,
 }
 
-type Item = HashMap<String, AttributeValue>;
+pub(crate) type Item = HashMap<String, AttributeValue>;
 
-fn s(v: impl Into<String>) -> AttributeValue {
+pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
     AttributeValue::S(v.into())
 }
 
-fn n(v: impl ToString) -> AttributeValue {
+pub(crate) fn n(v: impl ToString) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
 
-fn get_s(item: &Item, name: &str) -> Result<String, StoreError> {
+pub(crate) fn get_s(item: &Item, name: &str) -> Result<String, StoreError> {
     item.get(name)
         .and_then(|v| v.as_s().ok())
         .cloned()
         .ok_or_else(|| StoreError::Corrupt(format!("missing string attribute {name}")))
 }
 
-fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T, StoreError> {
+pub(crate) fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T, StoreError> {
     item.get(name)
         .and_then(|v| v.as_n().ok())
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| StoreError::Corrupt(format!("missing number attribute {name}")))
 }
 
-fn opt_s(item: &Item, name: &str) -> Option<String> {
+pub(crate) fn opt_s(item: &Item, name: &str) -> Option<String> {
     item.get(name).and_then(|v| v.as_s().ok()).cloned()
 }
 
-fn account_pk(account_id: &str) -> String {
+pub(crate) fn account_pk(account_id: &str) -> String {
     format!("acct#{account_id}")
 }
 
@@ -212,7 +212,7 @@ fn key_pk(hash: &KeyHash) -> String {
 const ACCOUNT_SK: &str = "account";
 const KEY_SK: &str = "key";
 const RUN_PREFIX: &str = "run#";
-const CONNECTION_PREFIX: &str = "conn#";
+pub(crate) const CONNECTION_PREFIX: &str = "conn#";
 
 impl DynamoStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
