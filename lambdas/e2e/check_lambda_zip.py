@@ -8,6 +8,7 @@ executable x86-64 ELF, every glibc symbol version it needs exists on provided.al
 and the package fits Lambda's limits (50 MB zipped for a direct upload, 250 MB unzipped).
 """
 
+import os
 import re
 import stat
 import sys
@@ -46,7 +47,7 @@ def main() -> None:
     newest = max(needed, default=(0,))
     if newest > AL2023_GLIBC:
         fail(f"bootstrap needs GLIBC_{'.'.join(map(str, newest))}, provided.al2023 has 2.34")
-    zipped = len(open(path, "rb").read())
+    zipped = os.path.getsize(path)
     if zipped > MAX_ZIPPED or unzipped > MAX_UNZIPPED:
         fail(f"{path} is {zipped} bytes zipped / {unzipped} unzipped: over Lambda's limits")
     print(
