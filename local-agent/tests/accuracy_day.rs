@@ -9,10 +9,13 @@
 //! transitions are where a fall detector false-alarms; long stretches of unchanged stillness are
 //! covered by the sleep segments' caps. Frames, pipeline and monitor are the real ones, at full
 //! rate; the monitor sees the estimates every 0.1 s of scene time as the runner would.
-//! `the_whole_day_raises_no_alarm` plays the uncapped 24 h (about 2.4 min in the dev profile, now
-//! that the sensing crates are optimised there). It is `#[ignore]`d because its target is not met:
-//! measured 2026-11-22, 0 fall alarms but 4 false `no_breathing` alarms during sleep. Run it with
-//! `cargo test -p local-agent --test accuracy_day -- --ignored`.
+//! `the_whole_day_raises_no_alarm` plays the uncapped 24 h: 0 alarms (measured 2026-11-22; before
+//! the fall monitor required a breathing track held since the stillness began it raised 4 false
+//! `no_breathing` alarms while asleep). It takes about 3 min in the dev profile on the shared
+//! machine, one thread the whole time, so it is `#[ignore]`d; run it with
+//! `cargo test -p local-agent --test accuracy_day -- --ignored`. The failure it found is kept in
+//! the default run by `the_first_twenty_minutes_asleep_raise_no_alarm`, which plays the start of
+//! the day's night (where the first of those alarms fell) for four seeds in parallel.
 
 use local_agent::sensing::fall::{AlarmEntry, FallConfig, FallMonitor};
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
@@ -83,8 +86,38 @@ fn the_evening_of_an_ordinary_day_raises_no_alarm() {
     assert!(alarms.is_empty(), "{alarms:?}");
 }
 
+/// The night as the day starts it: asleep in bed from the first frame, breathing near the noise
+/// floor, caught now and then. The full day's first false `no_breathing` (seed 23, 670 s) fell
+/// here: a 28 s run of accepted breathing ten minutes into the night, then 45 s without.
 #[test]
-#[ignore = "not met yet: the full day (2.4 min in the dev profile) raises 0 fall alarms but 4 false no_breathing alarms while asleep, when the sleeper's breathing falls in an amplitude blind spot"]
+fn the_first_twenty_minutes_asleep_raise_no_alarm() {
+    let script: Vec<Segment> = day()[..1]
+        .iter()
+        .map(|s| Segment {
+            duration_s: 1200.0,
+            activity: s.activity.clone(),
+        })
+        .collect();
+    let results: Vec<(u64, f64, Vec<AlarmEntry>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (23..=26)
+            .map(|seed| {
+                let script = script.clone();
+                scope.spawn(move || {
+                    let (t, alarms) = play(script, seed);
+                    (seed, t, alarms)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (seed, t, alarms) in &results {
+        println!("asleep seed {seed}: {t:.0} s simulated, alarms {alarms:?}");
+    }
+    assert!(results.iter().all(|(_, _, a)| a.is_empty()), "{results:?}");
+}
+
+#[test]
+#[ignore = "about 3 min of one thread in the dev profile; the_first_twenty_minutes_asleep_raise_no_alarm keeps its failure in the default run"]
 fn the_whole_day_raises_no_alarm() {
     let (t, alarms) = play(day(), 23);
     println!("day: {t:.0} s simulated, alarms {alarms:?}");

@@ -43,10 +43,11 @@
 //! stillness, for a while, and lost again. So `no_breathing` is armed only by a track that began
 //! within `track_within_s` of the stillness and ran for `breath_track_s` without lapsing for more
 //! than `BREATH_LAPSE_S`; once a track has lapsed, nothing in that stillness arms it again (the
-//! next motion starts a new stillness). After the loss, only a run of `breath_track_s` counts as
-//! breathing again: a motionless chest passes the gates for a few seconds now and then, which
-//! must not restart the countdown. The price: a person whose breathing is only caught now and
-//! then (asleep in a weakly coupled bed) gets no no-breathing alarm at all.
+//! next motion starts a new stillness). After the loss, a motionless chest still passes the gates
+//! for a few seconds now and then (sway and creep at the band's low edge), so only a rate close to
+//! the lost track's restarts the countdown (see `RATE_AGREE_BPM`), and any rate held for
+//! `breath_track_s` means breathing is back. The price: a person whose breathing is only caught
+//! now and then (asleep in a weakly coupled bed) gets no no-breathing alarm at all.
 //!
 //! **Someone is still there.** The pipeline's presence lapses for a person lying motionless
 //! whose breathing it cannot measure (its still bridge expires once a breathing window found
@@ -155,6 +156,9 @@ const STIR_BEFORE_LOSS_S: f64 = 20.0;
 const STIR_AFTER_LOSS_S: f64 = 5.0;
 /// Stirs are remembered this long (longer than the no-breathing delay).
 const STIR_MEMORY_S: f64 = 120.0;
+/// After a track is lost, an accepted rate this close to the track's own (the breathing
+/// estimator's persistence tolerance, 0.06 Hz) is that person breathing again.
+const RATE_AGREE_BPM: f64 = 3.6;
 /// Accepted breathing lapsing for up to this long is the same track: the estimator's gates can
 /// fail for a few one-second windows on a clearly breathing person (a sigh, an AGC step).
 const BREATH_LAPSE_S: f64 = 10.0;
@@ -185,6 +189,8 @@ pub struct FallMonitor {
     breath_lost_at: Option<f64>,
     /// Start of a run of accepted breathing after that loss.
     regain_start: Option<f64>,
+    /// Sum and count of the rates accepted during the current track.
+    track_rate: (f64, u32),
     /// An episode ended here and its impact has not been judged yet.
     pending_stop: Option<f64>,
     /// End of the motion episode that ended in the current impact.
@@ -217,6 +223,7 @@ impl FallMonitor {
             track_open: true,
             breath_lost_at: None,
             regain_start: None,
+            track_rate: (0.0, 0),
             pending_stop: None,
             impact_t: None,
             occupied: false,
@@ -436,20 +443,32 @@ impl FallMonitor {
             return;
         }
         let still_since = *self.still_since.get_or_insert(t_s);
-        if e.breathing_bpm.is_some() {
+        if let Some(bpm) = e.breathing_bpm {
             self.motion_last = false;
             if self.breath_lost_at.is_some() {
-                // Breathing after the loss disarms only once it is a track again: the gates
-                // pass for a few seconds on a motionless chest now and then (postural sway, the
-                // room's slow creep), and that must not restart the countdown.
+                // After the loss, the gates pass for a few seconds on a motionless chest now and
+                // then: what is left in the band is postural sway and the room's slow creep, red
+                // noise that peaks near the band's low edge, not at the person's rate (measured
+                // 7 and 9 br/min after a 15 br/min chest stopped). A sleeper drifting out of and
+                // back into view resumes at their own rate. So only a rate that agrees with the
+                // lost track's restarts the countdown, and any rate held for `breath_track_s`
+                // is breathing again.
+                let (sum, n) = self.track_rate;
+                if n > 0 && (bpm - sum / f64::from(n)).abs() <= RATE_AGREE_BPM {
+                    self.breath_lost_at = Some(t_s);
+                }
                 let since = *self.regain_start.get_or_insert(t_s);
                 if t_s - since >= self.cfg.breath_track_s {
                     self.breath_lost_at = None;
                     self.regain_start = None;
                 }
-            } else if self.track_start.is_none() && self.track_open {
+            } else if self.track_start.is_some() {
+                self.track_rate.0 += bpm;
+                self.track_rate.1 += 1;
+            } else if self.track_open {
                 if t_s - still_since <= self.cfg.track_within_s {
                     self.track_start = Some(t_s);
+                    self.track_rate = (bpm, 1);
                 } else {
                     self.track_open = false;
                 }
@@ -725,8 +744,15 @@ mod tests {
         assert!((alarms[0].0 - last - 45.0).abs() < 0.5);
     }
 
+    fn at_rate(bpm: f64) -> Estimates {
+        Estimates {
+            breathing_bpm: Some(bpm),
+            ..est(false, 1.0, true, true)
+        }
+    }
+
     #[test]
-    fn brief_lapses_keep_the_track_and_brief_catches_after_a_loss_do_not_restart_the_delay() {
+    fn brief_lapses_keep_the_track_and_only_the_persons_own_rate_restarts_the_delay() {
         let mut m = FallMonitor::new(FallConfig::default());
         let mut t = 0.0;
         let alarms = play(
@@ -746,14 +772,33 @@ mod tests {
             &mut t,
             &[
                 (30.0, est(false, 1.0, false, false)),
-                // The gates pass for 3 s on the motionless chest.
-                (3.0, est(false, 1.0, true, true)),
+                // The gates pass for 3 s on the motionless chest, at the band's low edge.
+                (3.0, at_rate(8.0)),
                 (30.0, est(false, 1.0, false, false)),
             ],
         );
         assert_eq!(alarms.len(), 1, "{alarms:?}");
         assert!((alarms[0].0 - last_breath - 45.0).abs() < 0.5);
         assert!((alarms[0].1.onset_t_s - last_breath).abs() < 0.2);
+
+        // The same catch at the person's own rate (15 → 16.5) is them breathing again: the
+        // delay restarts from it.
+        let mut m = FallMonitor::new(FallConfig::default());
+        let mut t = 0.0;
+        play(&mut m, &mut t, &[(34.0, est(false, 1.0, true, true))]);
+        let alarms = play(
+            &mut m,
+            &mut t,
+            &[(30.0, est(false, 1.0, false, false)), (3.0, at_rate(16.5))],
+        );
+        assert!(alarms.is_empty());
+        let caught = t;
+        let alarms = play(&mut m, &mut t, &[(60.0, est(false, 1.0, false, false))]);
+        assert_eq!(alarms.len(), 1, "{alarms:?}");
+        assert!(
+            (alarms[0].0 - caught - 45.0).abs() < 0.5,
+            "{alarms:?} {caught}"
+        );
     }
 
     #[test]
