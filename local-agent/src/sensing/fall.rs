@@ -90,7 +90,8 @@ pub struct FallConfig {
     pub calibration_s: f64,
     /// Stillness after an impact before `fallen`.
     pub fallen_after_s: f64,
-    /// Seconds without an accepted breath (present and still) before `no_breathing`.
+    /// Seconds after a reliable breathing track was lost (present and still, no breathing back)
+    /// before `no_breathing`.
     pub no_breath_after_s: f64,
     /// A breathing track must have run at least this long before its loss can raise
     /// `no_breathing` (ten or more agreeing analysis windows, not a fluke of the gates); a run of
