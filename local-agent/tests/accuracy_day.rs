@@ -1,10 +1,9 @@
 //! False alarms over the simulator's ordinary `day`: no fall and no no-breathing alarm.
 //!
-//! The full day is 24 h of 100 Hz frames (8.6 M frames); simulator plus dev-profile pipeline
-//! play about 14 simulated seconds per wall second per test thread on the shared 2-core build
-//! machine (the two capped halves, 2,070 s and 1,500 s, took 150 s together), so the whole day
-//! would take well over an hour. The test therefore plays the day's script with every segment capped (`CAP_S`, sleep
-//! `SLEEP_CAP_S`), keeping every transition of the day in order: getting into and out of bed, the
+//! The full day is 24 h of 100 Hz frames (8.6 M frames); with the sensing crates optimised in the
+//! dev profile it plays at 400–500 simulated seconds per wall second on one thread of the shared
+//! 2-core machine, about 3 min. The default run therefore plays the day's script with every
+//! segment capped (`CAP_S`, sleep `SLEEP_CAP_S`), keeping every transition of the day in order: getting into and out of bed, the
 //! 03:10 bed exit, sitting at and leaving the desk, leaving the home and coming back. Those
 //! transitions are where a fall detector false-alarms; long stretches of unchanged stillness are
 //! covered by the sleep segments' caps. Frames, pipeline and monitor are the real ones, at full
