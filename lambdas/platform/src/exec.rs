@@ -472,8 +472,14 @@ fn build(
         }
     }
 
+    let bodiless = matches!(
+        op.method,
+        crate::catalog::Method::Get | crate::catalog::Method::Head
+    );
     let body = match args.get("body") {
         None | Some(Value::Null) => None,
+        // Specs such as Stripe's give GETs an (empty) body schema; nothing is sent.
+        Some(_) if bodiless => None,
         Some(b) => {
             let media = schema
                 .pointer("/properties/body/x-content-type")
@@ -496,7 +502,7 @@ fn build(
                 let encoded = form_urlencoded::Serializer::new(String::new())
                     .extend_pairs(pairs)
                     .finish();
-                Some((media.to_owned(), encoded.into_bytes()))
+                (!encoded.is_empty()).then(|| (media.to_owned(), encoded.into_bytes()))
             } else if media.contains("json") {
                 Some((media.to_owned(), b.to_string().into_bytes()))
             } else if let Value::String(text) = b {
@@ -524,7 +530,7 @@ enum Placement {
     Cookie(String, String),
 }
 
-fn place(scheme: &AuthScheme, creds: &Credentials) -> Option<Placement> {
+fn place(scheme: &AuthScheme, creds: &Credentials, key_as_user: bool) -> Option<Placement> {
     let secret = &creds.secret;
     let token = secret
         .access_token
@@ -552,7 +558,7 @@ fn place(scheme: &AuthScheme, creds: &Credentials) -> Option<Placement> {
             ))
         }
         // A pasted key doubles as the Basic user name (Stripe's documented form).
-        (AuthKind::Http { scheme }, AuthMethod::ApiKey) if scheme == "basic" => {
+        (AuthKind::Http { scheme }, AuthMethod::ApiKey) if scheme == "basic" && key_as_user => {
             Some(Placement::Header(
                 "authorization".into(),
                 format!("Basic {}", STANDARD.encode(format!("{}:", token?))),
@@ -570,19 +576,23 @@ fn place(scheme: &AuthScheme, creds: &Credentials) -> Option<Placement> {
     }
 }
 
-/// The placements of the first security alternative the connection satisfies completely;
+/// The placements of the first security alternative the connection satisfies completely
+/// (a pasted key goes as a bearer token or named key before it goes as a Basic user name);
 /// failing that, of the schemes it satisfies at all; failing that, a bearer token.
 fn placements(security: &[Vec<AuthScheme>], creds: &Credentials) -> Vec<Placement> {
-    for alt in security {
-        let placed: Option<Vec<Placement>> = alt.iter().map(|s| place(s, creds)).collect();
-        if let Some(p) = placed
-            && !p.is_empty()
-        {
-            return p;
+    for key_as_user in [false, true] {
+        for alt in security {
+            let placed: Option<Vec<Placement>> =
+                alt.iter().map(|s| place(s, creds, key_as_user)).collect();
+            if let Some(p) = placed
+                && !p.is_empty()
+            {
+                return p;
+            }
         }
     }
     for alt in security {
-        let placed: Vec<Placement> = alt.iter().filter_map(|s| place(s, creds)).collect();
+        let placed: Vec<Placement> = alt.iter().filter_map(|s| place(s, creds, true)).collect();
         if !placed.is_empty() {
             return placed;
         }
