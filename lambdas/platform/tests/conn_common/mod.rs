@@ -209,7 +209,10 @@ impl ConnServer {
         common::send(&self.base, common::get("/api/v1/connections", Some(key))).await
     }
 
+    /// `POST /api/v1/tools/{tool}/run`, a millisecond after the previous call, so that the
+    /// runs' order in /runs is the order of the calls.
     pub async fn run(&self, key: &str, tool: &str, body: Value) -> Resp {
+        self.clock.advance(1);
         let path = format!("/api/v1/tools/{tool}/run");
         common::send(&self.base, common::post_json(&path, Some(key), &body)).await
     }

@@ -71,7 +71,7 @@ const server = http.createServer(async (req, res) => {
     }
     return json(200, mode);
   }
-  if (url.pathname === "/api/ratelimited") return json(429, { error: "slow down" }, { "retry-after": "7" });
+  if (url.pathname.startsWith("/api/ratelimited")) return json(429, { error: "slow down" }, { "retry-after": "7" });
   if (url.pathname === "/api/redirect") {
     res.writeHead(302, { location: url.searchParams.get("to") ?? "/" });
     return res.end();
