@@ -5,7 +5,8 @@
 
 use crate::catalog;
 use crate::catalog_api::{
-    AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Page, ToolDef, page_apps,
+    AppAuth, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Operation, Page,
+    ToolDef, page_apps,
 };
 
 fn summary(c: &catalog::Catalog, app: &catalog::App) -> AppSummary {
@@ -56,6 +57,36 @@ impl Catalog for catalog::Catalog {
             app: app.id.clone(),
             description: tool.description.clone(),
             input_schema,
+        })
+    }
+
+    fn operation(&self, tool: &str) -> Option<Operation> {
+        let t = catalog::Catalog::tool(self, tool)?;
+        let app = self.apps.get(t.app as usize)?;
+        let security = t
+            .security
+            .iter()
+            .map(|alt| {
+                alt.iter()
+                    .filter_map(|u| app.auth.get(usize::from(u.scheme)).cloned())
+                    .collect()
+            })
+            .collect();
+        Some(Operation {
+            tool: t.name.clone(),
+            app: app.id.clone(),
+            method: t.method,
+            path: t.path.clone(),
+            security,
+        })
+    }
+
+    fn app_auth(&self, id: &str) -> Option<AppAuth> {
+        let app = catalog::Catalog::app(self, id)?;
+        Some(AppAuth {
+            app: app.id.clone(),
+            base_url: app.base_url.clone(),
+            schemes: app.auth.clone(),
         })
     }
 

@@ -73,6 +73,27 @@ pub enum CatalogError {
     InvalidCursor,
 }
 
+/// What running a tool needs: the HTTP operation behind it and the app's credentials schemes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operation {
+    pub tool: String,
+    pub app: String,
+    pub method: crate::catalog::Method,
+    /// Path template relative to the app's base URL, e.g. `/v1/refunds/{refund}`.
+    pub path: String,
+    /// Alternatives (any one suffices), each the schemes used together. Empty: no credentials.
+    pub security: Vec<Vec<crate::catalog::AuthScheme>>,
+}
+
+/// How an app is reached and authenticated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppAuth {
+    pub app: String,
+    /// The API's server URL (`servers[0].url`); may hold `{name}` templates.
+    pub base_url: String,
+    pub schemes: Vec<crate::catalog::AuthScheme>,
+}
+
 pub trait Catalog: Send + Sync {
     /// Apps matching `filter`, in a stable order, `limit` at most, starting after `cursor`.
     fn apps(
@@ -88,6 +109,16 @@ pub trait Catalog: Send + Sync {
 
     /// Tools for a task in plain words, best first, at most `limit`, optionally within one app.
     fn find_tools(&self, query: &str, app: Option<&str>, limit: usize) -> FindResult;
+
+    /// The HTTP operation behind a tool; `None` when the catalog cannot run it.
+    fn operation(&self, _tool: &str) -> Option<Operation> {
+        None
+    }
+
+    /// The app's server URL and credential schemes; `None` for an unknown app.
+    fn app_auth(&self, _app: &str) -> Option<AppAuth> {
+        None
+    }
 }
 
 pub(crate) fn words(s: &str) -> Vec<String> {

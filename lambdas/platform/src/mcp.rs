@@ -3,8 +3,9 @@
 //!
 //! The router authenticates and rate-limits the request exactly like REST, then hands it to the
 //! rmcp service with the caller's [`Principal`] in the request extensions; tools read it from
-//! there. `connect_app` and `run_tool` are listed and validate their arguments, but answer a tool
-//! error until connections and tool execution arrive.
+//! there. `connect_app`, `list_connections` and `run_tool` use the connections and the executor
+//! ([`Integrations`]); a run that needs a connection is a normal result with a connect link, so
+//! the model shows the link and retries.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +21,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::catalog_api::{AppFilter, Catalog};
+use crate::connections::Integrations;
+use crate::exec::{RunError, RunOrigin, RunRequest};
 use crate::openapi::violations;
 use crate::store::{Principal, Store};
 
@@ -38,14 +41,16 @@ fn tool_specs() -> Vec<(&'static str, &'static str, Value)> {
         ),
         (
             "connect_app",
-            "Connect an app (its catalog id) to the caller's account. Not available on this \
-             platform version yet: the call validates the app and says so.",
+            "Connect an app (its catalog id) to the caller's account: returns a single-use link \
+             (30 minutes) for the user to open. Connecting again adds another connection \
+             (e.g. a second account); label tells them apart.",
             json!({"type": "object", "additionalProperties": false, "required": ["app"],
-                   "properties": {"app": {"type": "string", "minLength": 1}}}),
+                   "properties": {"app": {"type": "string", "minLength": 1},
+                                  "label": {"type": "string", "minLength": 1, "maxLength": 100}}}),
         ),
         (
             "list_connections",
-            "List the apps the caller has connected.",
+            "List the caller's connections (id, app, label, identity, status, default).",
             json!({"type": "object", "additionalProperties": false, "properties": {}}),
         ),
         (
@@ -65,9 +70,9 @@ fn tool_specs() -> Vec<(&'static str, &'static str, Value)> {
         ),
         (
             "run_tool",
-            "Run a tool with arguments matching its input schema, optionally through one \
-             connection. Not available on this platform version yet: the call validates the \
-             tool and says so.",
+            "Run a tool with arguments matching its input schema (see get_tool), through the \
+             app's default connection or the given connection_id. If the app is not connected \
+             the result has status connection_required and a connect_url to show the user.",
             json!({"type": "object", "additionalProperties": false, "required": ["tool", "arguments"],
                    "properties": {"tool": {"type": "string", "minLength": 1},
                                   "arguments": {"type": "object"},
@@ -100,7 +105,11 @@ pub struct Hub<S> {
     store: S,
     catalog: Arc<dyn Catalog>,
     tools: Arc<Tools>,
+    integrations: Option<Arc<Integrations>>,
 }
+
+const UNCONFIGURED: &str =
+    "Connections and tool runs are not configured on this server; ask its operator.";
 
 fn failed(message: impl Into<String>) -> CallToolResult {
     CallToolResult::structured_error(json!({"error": message.into()}))
@@ -135,34 +144,11 @@ impl<S: Store + Clone> Hub<S> {
                 .and_then(Value::as_u64)
                 .map_or(default, |n| n as usize)
         };
-        // Connections and tool execution arrive with the next platform version; the arguments
-        // are still checked so a model learns about a wrong app or tool name first.
         match name {
-            "connect_app" => {
-                let app = args["app"].as_str().unwrap_or_default();
-                if self.catalog.app(app).is_none() {
-                    return failed(format!(
-                        "No app {app:?} in the catalog; search_apps finds app ids."
-                    ));
-                }
-                return failed(format!(
-                    "Connecting apps is not available on this platform version yet, so {app:?} \
-                     cannot be connected now. Meanwhile use search_apps, find_tools and get_tool \
-                     to explore the catalog."
-                ));
-            }
-            "run_tool" => {
-                let tool = args["tool"].as_str().unwrap_or_default();
-                if self.catalog.tool(tool).is_none() {
-                    return failed(format!(
-                        "No tool {tool:?}; find_tools finds tools for a task."
-                    ));
-                }
-                return failed(format!(
-                    "Running tools is not available on this platform version yet, so {tool:?} \
-                     was not run. Meanwhile get_tool shows its input schema, so the call can be \
-                     prepared; call the app's own API directly to act now."
-                ));
+            "connect_app" => return self.connect_app(principal, args).await,
+            "run_tool" => return self.run_tool(principal, args).await,
+            "list_connections" if self.integrations.is_some() => {
+                return self.list_connections(principal).await;
             }
             _ => {}
         }
@@ -250,6 +236,122 @@ impl<S: Store + Clone> Hub<S> {
     }
 }
 
+impl<S: Store + Clone> Hub<S> {
+    async fn connect_app(&self, principal: &Principal, args: &Value) -> CallToolResult {
+        let Some(integrations) = &self.integrations else {
+            return failed(UNCONFIGURED);
+        };
+        let app = args["app"].as_str().unwrap_or_default();
+        let label = args.get("label").and_then(Value::as_str).map(str::to_owned);
+        match integrations
+            .connections
+            .create_link(&principal.account_id, app, label, None, Default::default())
+            .await
+        {
+            Ok(link) => {
+                let mut v = link.to_json();
+                v["connect_url"] = v["url"].clone();
+                v["hint"] = "Show connect_url to the user; once they finish, run the tool again."
+                    .into();
+                CallToolResult::structured(v)
+            }
+            Err(e) => {
+                let p = crate::exec::connect_problem(&e);
+                CallToolResult::structured_error(json!({"error": p.detail, "code": p.code}))
+            }
+        }
+    }
+
+    async fn list_connections(&self, principal: &Principal) -> CallToolResult {
+        let Some(integrations) = &self.integrations else {
+            return failed(UNCONFIGURED);
+        };
+        match integrations.connections.list(&principal.account_id).await {
+            Ok(all) => {
+                let list: Vec<Value> = all.iter().map(|(c, d)| c.to_json(*d)).collect();
+                CallToolResult::structured(json!({"connections": list}))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "store failure in MCP tool");
+                failed("The platform's storage did not answer; retry shortly.")
+            }
+        }
+    }
+
+    async fn run_tool(&self, principal: &Principal, args: &Value) -> CallToolResult {
+        let tool = args["tool"].as_str().unwrap_or_default();
+        if self.catalog.tool(tool).is_none() {
+            return failed(format!(
+                "No tool {tool:?}; find_tools finds tools for a task."
+            ));
+        }
+        let Some(integrations) = &self.integrations else {
+            return failed(UNCONFIGURED);
+        };
+        let empty = json!({});
+        let req = RunRequest {
+            tool,
+            arguments: args.get("arguments").unwrap_or(&empty),
+            connection_id: args.get("connection_id").and_then(Value::as_str),
+            origin: RunOrigin::Mcp,
+            keep_arguments: crate::runs::Arguments::Redacted,
+        };
+        match integrations
+            .executor
+            .execute(&principal.account_id, req)
+            .await
+        {
+            Ok(out) => CallToolResult::structured(out.to_json()),
+            // Not an error: the model shows the link and retries after the user connects.
+            Err(RunError::ConnectionRequired { prompt, .. }) => {
+                CallToolResult::structured(json!({
+                    "status": "connection_required",
+                    "connection_required": true,
+                    "app": prompt.app,
+                    "connect_url": prompt.connect_url,
+                    "expires_at": prompt.expires_at,
+                    "hint": format!(
+                        "{} is not connected. Ask the user to open connect_url (it works once, \
+                         for 30 minutes), then run the tool again.",
+                        prompt.app
+                    ),
+                }))
+            }
+            Err(RunError::NeedsReauth {
+                prompt,
+                connection_id,
+                ..
+            }) => CallToolResult::structured(json!({
+                "status": "needs_reauth",
+                "connection_required": true,
+                "app": prompt.app,
+                "connection_id": connection_id,
+                "connect_url": prompt.connect_url,
+                "expires_at": prompt.expires_at,
+                "hint": format!(
+                    "The connection to {} expired or was revoked. Ask the user to open \
+                     connect_url to reconnect, then run the tool again.",
+                    prompt.app
+                ),
+            })),
+            Err(e) => {
+                let p = e.to_problem();
+                let mut v = json!({"error": p.detail, "code": p.code});
+                if !p.errors.is_empty() {
+                    v["errors"] = json!(p.errors);
+                }
+                if let Some(r) = p.retry_after {
+                    v["retry_after"] = r.into();
+                }
+                for (k, val) in p.extra {
+                    v[k] = val;
+                }
+                CallToolResult::structured_error(v)
+            }
+        }
+    }
+}
+
 impl<S: Store + Clone> ServerHandler for Hub<S> {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -296,6 +398,7 @@ pub type McpService<S> = StreamableHttpService<Hub<S>, NeverSessionManager>;
 pub fn service<S: Store + Clone>(
     store: S,
     catalog: Arc<dyn Catalog>,
+    integrations: Option<Arc<Integrations>>,
 ) -> Result<McpService<S>, String> {
     let tools = Arc::new(build_tools()?);
     let mut cfg = StreamableHttpServerConfig::default();
@@ -312,6 +415,7 @@ pub fn service<S: Store + Clone>(
                 store: store.clone(),
                 catalog: catalog.clone(),
                 tools: tools.clone(),
+                integrations: integrations.clone(),
             })
         },
         Arc::new(NeverSessionManager::default()),

@@ -23,6 +23,8 @@ pub struct Problem {
     pub detail: String,
     pub retry_after: Option<u64>,
     pub errors: Vec<FieldError>,
+    /// Further extension members (`connect_url`, `run_id`, `upstream_status`, …).
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Problem {
@@ -33,7 +35,14 @@ impl Problem {
             detail: detail.into(),
             retry_after: None,
             errors: Vec::new(),
+            extra: serde_json::Map::new(),
         }
+    }
+
+    /// Adds an extension member; the standard members and `code` cannot be overridden.
+    pub fn with(mut self, name: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.extra.insert(name.to_owned(), value.into());
+        self
     }
 
     pub fn with_errors(mut self, errors: Vec<FieldError>) -> Self {
@@ -82,6 +91,11 @@ impl Problem {
         }
         if !self.errors.is_empty() {
             v["errors"] = serde_json::to_value(&self.errors).unwrap_or_default();
+        }
+        if let Some(obj) = v.as_object_mut() {
+            for (k, val) in &self.extra {
+                obj.entry(k.clone()).or_insert_with(|| val.clone());
+            }
         }
         v
     }

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::catalog_api::{AppFilter, Catalog, CatalogError};
 use crate::clock::Clock;
+use crate::connections::Integrations;
 use crate::keys::{self, KeyHash};
 use crate::mcp::{self, McpService};
 use crate::openapi::{self, OpenApi, OpenApiError};
@@ -48,6 +49,10 @@ enum Route {
     FindTools,
     Tool,
     Runs,
+    Connect,
+    Connections,
+    Connection,
+    RunTool,
 }
 
 impl Route {
@@ -65,10 +70,29 @@ fn route(rest: &str) -> Option<(Route, Method)> {
         "/apps" => (Route::Apps, Method::GET),
         "/tools/find" => (Route::FindTools, Method::POST),
         "/runs" => (Route::Runs, Method::GET),
-        _ => match rest.strip_prefix("/tools/") {
-            Some(name) if !name.is_empty() && !name.contains('/') => (Route::Tool, Method::GET),
-            _ => return None,
-        },
+        "/connections" => (Route::Connections, Method::GET),
+        _ => {
+            let one = |p: &str| !p.is_empty() && !p.contains('/');
+            if let Some(name) = rest.strip_prefix("/tools/") {
+                match name.strip_suffix("/run") {
+                    Some(tool) if one(tool) => (Route::RunTool, Method::POST),
+                    _ if one(name) => (Route::Tool, Method::GET),
+                    _ => return None,
+                }
+            } else if let Some(app) = rest
+                .strip_prefix("/apps/")
+                .and_then(|a| a.strip_suffix("/connect"))
+                .filter(|a| one(a))
+            {
+                let _ = app;
+                (Route::Connect, Method::POST)
+            } else if let Some(id) = rest.strip_prefix("/connections/").filter(|i| one(i)) {
+                let _ = id;
+                (Route::Connection, Method::DELETE)
+            } else {
+                return None;
+            }
+        }
     })
 }
 
@@ -124,6 +148,7 @@ pub struct App<S> {
     policy: RateLimitPolicy,
     openapi: OpenApi,
     mcp: McpService<S>,
+    integrations: Option<Arc<Integrations>>,
 }
 
 fn new_request_id() -> String {
@@ -217,7 +242,7 @@ impl<S: Store + Clone> App<S> {
         clock: Arc<dyn Clock>,
         policy: RateLimitPolicy,
     ) -> Result<Self, StartError> {
-        let mcp = mcp::service(store.clone(), catalog.clone()).map_err(StartError::Mcp)?;
+        let mcp = mcp::service(store.clone(), catalog.clone(), None).map_err(StartError::Mcp)?;
         Ok(Self {
             store,
             catalog,
@@ -225,6 +250,30 @@ impl<S: Store + Clone> App<S> {
             policy,
             openapi: OpenApi::load()?,
             mcp,
+            integrations: None,
+        })
+    }
+
+    /// Turns on connections, hosted connect pages and tool runs (REST and MCP).
+    pub fn with_integrations(mut self, integrations: Arc<Integrations>) -> Result<Self, StartError> {
+        self.mcp = mcp::service(
+            self.store.clone(),
+            self.catalog.clone(),
+            Some(integrations.clone()),
+        )
+        .map_err(StartError::Mcp)?;
+        self.integrations = Some(integrations);
+        Ok(self)
+    }
+
+    fn integrations(&self) -> Result<&Arc<Integrations>, Problem> {
+        self.integrations.as_ref().ok_or_else(|| {
+            Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "integrations_unavailable",
+                "Connections and tool runs are not configured on this server (credentials key, \
+                 PUBLIC_BASE_URL); see the operator's logs.",
+            )
         })
     }
 
@@ -298,6 +347,9 @@ impl<S: Store + Clone> App<S> {
     async fn respond(&self, req: &Request<Bytes>, meta: &mut Meta) -> Result<Reply, Problem> {
         let path = req.uri().path();
         let is_mcp = path == "/mcp" || path.starts_with("/mcp/");
+        if path.starts_with("/connect/") || path == "/oauth/callback" {
+            return self.hosted(req, meta).await;
+        }
         let rest = match path.strip_prefix(API_PREFIX) {
             Some(rest) => rest,
             None if is_mcp => "",
@@ -407,6 +459,21 @@ impl<S: Store + Clone> App<S> {
                 self.tool(name, &p).await
             }
             (Route::Runs, Some(p)) => self.runs(req, &p).await,
+            (Route::Connect, Some(p)) => {
+                let app = rest
+                    .trim_start_matches("/apps/")
+                    .trim_end_matches("/connect");
+                self.connect(req, app, &p).await
+            }
+            (Route::Connections, Some(p)) => self.connections(req, &p).await,
+            (Route::Connection, Some(p)) => {
+                let id = rest.trim_start_matches("/connections/");
+                self.delete_connection(req, id, &p).await
+            }
+            (Route::RunTool, Some(p)) => {
+                let tool = rest.trim_start_matches("/tools/").trim_end_matches("/run");
+                self.run_tool(req, tool, &p).await
+            }
             // Private routes without a principal were answered with 401 above.
             (_, None) => Err(Problem::unauthorized("This endpoint needs an API key.")),
         }
@@ -654,5 +721,161 @@ impl<S: Store + Clone> App<S> {
             .map_err(|e| store_problem(&e))?;
         let runs: Vec<Value> = runs.iter().map(|r| r.to_json()).collect();
         Ok(Reply::json(&json!({"runs": runs, "next_cursor": null})))
+    }
+    /// The hosted connect pages (HTML, no API key; the link id is the secret). Rate-limited per
+    /// client address like anonymous API calls.
+    async fn hosted(&self, req: &Request<Bytes>, meta: &mut Meta) -> Result<Reply, Problem> {
+        let subject = match req.extensions().get::<ClientAddr>() {
+            Some(a) => format!("addr:{}", a.0),
+            None => "addr:unknown".to_owned(),
+        };
+        self.rate_limit(&subject, meta).await?;
+        let integrations = self.integrations()?;
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        let Some(page) = crate::connect_page::handle(
+            &integrations.connections,
+            req.method(),
+            req.uri().path(),
+            req.uri().query(),
+            content_type,
+            req.body(),
+        )
+        .await
+        else {
+            return Err(Problem::not_found("not_found", "No such page."));
+        };
+        let mut extra = HeaderMap::new();
+        for (k, v) in crate::connect_page::PAGE_HEADERS {
+            extra.insert(*k, HeaderValue::from_static(v));
+        }
+        if let Some(to) = page.location.as_deref()
+            && let Ok(v) = HeaderValue::from_str(to)
+        {
+            extra.insert(header::LOCATION, v);
+        }
+        Ok(Reply {
+            status: page.status,
+            content_type: HeaderValue::from_static("text/html; charset=utf-8"),
+            extra,
+            body: Bytes::from(page.html),
+        })
+    }
+
+    async fn connect(
+        &self,
+        req: &Request<Bytes>,
+        app: &str,
+        p: &Principal,
+    ) -> Result<Reply, Problem> {
+        query(req, &[])?;
+        let integrations = self.integrations()?;
+        let body = if req.body().is_empty() {
+            json!({})
+        } else {
+            self.json_body(req, &self.openapi.connect_request)?
+        };
+        let text = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_owned);
+        let params = body
+            .get("params")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let link = integrations
+            .connections
+            .create_link(
+                &p.account_id,
+                app,
+                text("label"),
+                text("redirect_url"),
+                params,
+            )
+            .await
+            .map_err(|e| crate::exec::connect_problem(&e))?;
+        let mut reply = Reply::json(&link.to_json());
+        reply.status = StatusCode::CREATED;
+        Ok(reply)
+    }
+
+    async fn connections(&self, req: &Request<Bytes>, p: &Principal) -> Result<Reply, Problem> {
+        let params = query(req, &["app", "cursor", "limit"])?;
+        let limit = page_limit(&params)?;
+        let integrations = self.integrations()?;
+        let all = integrations
+            .connections
+            .list(&p.account_id)
+            .await
+            .map_err(|e| store_problem(&e))?;
+        let app = param(&params, "app");
+        let matching: Vec<Value> = all
+            .iter()
+            .filter(|(c, _)| app.is_none_or(|a| c.app == a))
+            .map(|(c, default)| c.to_json(*default))
+            .collect();
+        let start = match param(&params, "cursor") {
+            Some(c) => crate::catalog_api::decode_cursor(c)
+                .ok()
+                .filter(|s| *s <= matching.len())
+                .ok_or_else(|| catalog_error(CatalogError::InvalidCursor))?,
+            None => 0,
+        };
+        let end = (start + limit).min(matching.len());
+        let next = (end < matching.len()).then(|| crate::catalog_api::encode_cursor(end));
+        Ok(Reply::json(
+            &json!({"connections": matching[start..end], "next_cursor": next}),
+        ))
+    }
+
+    async fn delete_connection(
+        &self,
+        req: &Request<Bytes>,
+        id: &str,
+        p: &Principal,
+    ) -> Result<Reply, Problem> {
+        query(req, &[])?;
+        let integrations = self.integrations()?;
+        match integrations.connections.revoke(&p.account_id, id).await {
+            Ok(()) => Ok(Reply {
+                status: StatusCode::NO_CONTENT,
+                content_type: HeaderValue::from_static("application/json"),
+                extra: HeaderMap::new(),
+                body: Bytes::new(),
+            }),
+            Err(StoreError::NotFound(_)) => Err(Problem::not_found(
+                "connection_not_found",
+                format!("No connection {id:?} (or it is already revoked); GET /connections lists them."),
+            )),
+            Err(e) => Err(store_problem(&e)),
+        }
+    }
+
+    async fn run_tool(
+        &self,
+        req: &Request<Bytes>,
+        tool: &str,
+        p: &Principal,
+    ) -> Result<Reply, Problem> {
+        query(req, &[])?;
+        let integrations = self.integrations()?;
+        let body = self.json_body(req, &self.openapi.run_tool_request)?;
+        let empty = json!({});
+        let arguments = body.get("arguments").unwrap_or(&empty);
+        let run = crate::exec::RunRequest {
+            tool,
+            arguments,
+            connection_id: body.get("connection_id").and_then(Value::as_str),
+            origin: crate::exec::RunOrigin::Api,
+            keep_arguments: crate::runs::Arguments::Redacted,
+        };
+        match integrations.executor.execute(&p.account_id, run).await {
+            Ok(out) => Ok(Reply::json(&out.to_json())),
+            Err(e) => Err(e.to_problem()),
+        }
     }
 }

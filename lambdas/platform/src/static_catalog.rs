@@ -5,6 +5,10 @@
 //!
 //! File shape: `{"apps": [{"id", "name", "description", "categories": [..],
 //! "tools": [{"name", "description", "input_schema"}]}]}`.
+//!
+//! To make tools runnable, an app may add `base_url` and `security_schemes` (OpenAPI
+//! `components.securitySchemes`, verbatim) and `security` (OpenAPI security requirements, the
+//! default of its tools); a tool adds `method`, `path` and optionally its own `security`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,8 +16,10 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::catalog::{AuthKind, AuthScheme, Method, OAuthFlow};
 use crate::catalog_api::{
-    AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Page, ToolDef, page_apps, words,
+    AppAuth, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Operation, Page,
+    ToolDef, page_apps, words,
 };
 
 #[derive(Debug, Deserialize)]
@@ -26,6 +32,12 @@ struct FileApp {
     categories: Vec<String>,
     #[serde(default)]
     tools: Vec<FileTool>,
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    security_schemes: serde_json::Map<String, Value>,
+    #[serde(default)]
+    security: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -35,6 +47,12 @@ struct FileTool {
     description: String,
     #[serde(default = "empty_object_schema")]
     input_schema: Value,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    security: Option<Value>,
 }
 
 fn empty_object_schema() -> Value {
@@ -60,6 +78,71 @@ pub struct StaticCatalog {
     /// Sorted by id: the listing order and the cursor's meaning.
     apps: Vec<AppSummary>,
     tools: BTreeMap<String, ToolDef>,
+    auth: BTreeMap<String, AppAuth>,
+    operations: BTreeMap<String, Operation>,
+}
+
+/// OpenAPI `components.securitySchemes` → the catalog's schemes (unknown kinds are skipped).
+fn schemes_from_openapi(schemes: &serde_json::Map<String, Value>) -> Vec<AuthScheme> {
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let mut out = Vec::new();
+    for (name, s) in schemes {
+        let kind = match s.get("type").and_then(Value::as_str) {
+            Some("apiKey") => AuthKind::ApiKey {
+                location: text(s, "in").unwrap_or_else(|| "header".into()),
+                param: text(s, "name").unwrap_or_default(),
+            },
+            Some("http") => AuthKind::Http {
+                scheme: text(s, "scheme").unwrap_or_default().to_ascii_lowercase(),
+            },
+            Some("oauth2") => AuthKind::OAuth2 {
+                flows: s
+                    .get("flows")
+                    .and_then(Value::as_object)
+                    .map(|flows| {
+                        flows
+                            .iter()
+                            .map(|(flow, f)| OAuthFlow {
+                                flow: flow.clone(),
+                                authorization_url: text(f, "authorizationUrl"),
+                                token_url: text(f, "tokenUrl"),
+                                scopes: f
+                                    .get("scopes")
+                                    .and_then(Value::as_object)
+                                    .map(|m| m.keys().cloned().collect())
+                                    .unwrap_or_default(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            },
+            Some("openIdConnect") => AuthKind::OpenIdConnect {
+                url: text(s, "openIdConnectUrl").unwrap_or_default(),
+            },
+            _ => continue,
+        };
+        out.push(AuthScheme {
+            name: name.clone(),
+            kind,
+        });
+    }
+    out
+}
+
+/// OpenAPI security requirements → alternatives of schemes (unknown names are dropped).
+fn security_from_openapi(req: &Value, schemes: &[AuthScheme]) -> Vec<Vec<AuthScheme>> {
+    req.as_array()
+        .map(|alts| {
+            alts.iter()
+                .filter_map(Value::as_object)
+                .map(|alt| {
+                    alt.keys()
+                        .filter_map(|k| schemes.iter().find(|s| &s.name == k).cloned())
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl StaticCatalog {
@@ -76,7 +159,44 @@ impl StaticCatalog {
         let file: File = serde_json::from_slice(bytes)?;
         let mut apps = Vec::new();
         let mut tools = BTreeMap::new();
+        let mut auth = BTreeMap::new();
+        let mut operations = BTreeMap::new();
         for a in file.apps {
+            let schemes = schemes_from_openapi(&a.security_schemes);
+            if let Some(base_url) = &a.base_url {
+                auth.insert(
+                    a.id.clone(),
+                    AppAuth {
+                        app: a.id.clone(),
+                        base_url: base_url.clone(),
+                        schemes: schemes.clone(),
+                    },
+                );
+            }
+            for t in &a.tools {
+                let (Some(method), Some(path)) = (&t.method, &t.path) else {
+                    continue;
+                };
+                let Some(method) = Method::parse(&method.to_ascii_lowercase()) else {
+                    continue;
+                };
+                let security = t
+                    .security
+                    .as_ref()
+                    .or(a.security.as_ref())
+                    .map(|r| security_from_openapi(r, &schemes))
+                    .unwrap_or_default();
+                operations.insert(
+                    t.name.clone(),
+                    Operation {
+                        tool: t.name.clone(),
+                        app: a.id.clone(),
+                        method,
+                        path: path.clone(),
+                        security,
+                    },
+                );
+            }
             apps.push(AppSummary {
                 id: a.id.clone(),
                 name: a.name,
@@ -97,7 +217,12 @@ impl StaticCatalog {
             }
         }
         apps.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(Self { apps, tools })
+        Ok(Self {
+            apps,
+            tools,
+            auth,
+            operations,
+        })
     }
 }
 
@@ -125,6 +250,14 @@ impl Catalog for StaticCatalog {
 
     fn tool(&self, name: &str) -> Option<ToolDef> {
         self.tools.get(name).cloned()
+    }
+
+    fn operation(&self, tool: &str) -> Option<Operation> {
+        self.operations.get(tool).cloned()
+    }
+
+    fn app_auth(&self, app: &str) -> Option<AppAuth> {
+        self.auth.get(app).cloned()
     }
 
     fn find_tools(&self, query: &str, app: Option<&str>, limit: usize) -> FindResult {

@@ -170,7 +170,7 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<Run>, StoreError>> + Send;
 
-    /// Ids of the apps the account has a connection to.
+    /// Ids of the apps the account has an active connection to.
     fn connected_apps(
         &self,
         account_id: &str,
@@ -625,7 +625,10 @@ impl Store for DynamoStore {
                 .await
                 .map_err(unavailable)?;
             for item in out.items() {
-                if let Some(app) = opt_s(item, "app") {
+                // Revoked and expired (needs_reauth) connections do not count as connected.
+                if opt_s(item, "status").as_deref() == Some("active")
+                    && let Some(app) = opt_s(item, "app")
+                {
                     apps.insert(app);
                 }
             }
