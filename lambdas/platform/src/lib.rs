@@ -8,6 +8,7 @@ pub mod artifact_catalog;
 pub mod catalog;
 pub mod catalog_api;
 pub mod clock;
+pub mod custom;
 pub mod derive;
 pub mod env;
 pub mod keys;

@@ -69,6 +69,8 @@ pub fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Fi
 pub struct OpenApi {
     pub bytes: Bytes,
     pub find_tools_request: jsonschema::Validator,
+    pub create_custom_connector_request: jsonschema::Validator,
+    pub run_tool_request: jsonschema::Validator,
 }
 
 impl OpenApi {
@@ -77,6 +79,11 @@ impl OpenApi {
         Ok(Self {
             bytes: Bytes::from_static(DOCUMENT.as_bytes()),
             find_tools_request: component_validator(&doc, "FindToolsRequest")?,
+            create_custom_connector_request: component_validator(
+                &doc,
+                "CreateCustomConnectorRequest",
+            )?,
+            run_tool_request: component_validator(&doc, "RunToolRequest")?,
         })
     }
 }

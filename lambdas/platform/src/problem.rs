@@ -23,6 +23,8 @@ pub struct Problem {
     pub detail: String,
     pub retry_after: Option<u64>,
     pub errors: Vec<FieldError>,
+    /// Further members (`run_id`, `upstream_status`, ...), added to the body as they are.
+    pub extensions: Vec<(&'static str, serde_json::Value)>,
 }
 
 impl Problem {
@@ -33,7 +35,13 @@ impl Problem {
             detail: detail.into(),
             retry_after: None,
             errors: Vec::new(),
+            extensions: Vec::new(),
         }
+    }
+
+    pub fn with_extension(mut self, name: &'static str, value: serde_json::Value) -> Self {
+        self.extensions.push((name, value));
+        self
     }
 
     pub fn with_errors(mut self, errors: Vec<FieldError>) -> Self {
@@ -82,6 +90,9 @@ impl Problem {
         }
         if !self.errors.is_empty() {
             v["errors"] = serde_json::to_value(&self.errors).unwrap_or_default();
+        }
+        for (name, value) in &self.extensions {
+            v[*name] = value.clone();
         }
         v
     }
