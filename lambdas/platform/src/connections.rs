@@ -1452,6 +1452,9 @@ impl Connections {
 pub struct Integrations {
     pub connections: Arc<Connections>,
     pub executor: Arc<crate::exec::Executor>,
+    /// The same guarded client and sealer, for custom connectors and triggers.
+    pub outbound: Arc<Outbound>,
+    pub sealer: Arc<Sealer>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -1477,13 +1480,15 @@ impl Integrations {
             store,
             catalog.clone(),
             clock,
-            sealer,
-            outbound,
+            sealer.clone(),
+            outbound.clone(),
             config,
         ));
         Self {
             executor: Arc::new(crate::exec::Executor::new(catalog, connections.clone())),
             connections,
+            outbound,
+            sealer,
         }
     }
 

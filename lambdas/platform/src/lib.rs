@@ -10,6 +10,8 @@ pub mod catalog_api;
 pub mod clock;
 pub mod connect_page;
 pub mod connections;
+pub mod custom;
+pub mod derive;
 pub mod env;
 pub mod events;
 pub mod exec;

@@ -13,8 +13,12 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use crate::router::{App, ClientAddr, MAX_BODY};
+use crate::router::{App, ClientAddr};
 use crate::store::Store;
+
+/// The largest body any route takes (custom connectors' OpenAPI documents); the router applies
+/// each route's own limit.
+const MAX_BODY: usize = crate::custom::MAX_REQUEST_BODY;
 
 /// Reads at most `MAX_BODY + 1` bytes: enough for the router to see that a body is too large
 /// without buffering all of it.

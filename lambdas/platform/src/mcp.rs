@@ -23,6 +23,8 @@ use serde_json::{Value, json};
 use crate::catalog_api::{AppFilter, Catalog};
 use crate::connections::Integrations;
 use crate::exec::{RunError, RunOrigin, RunRequest};
+use crate::clock::SystemClock;
+use crate::custom;
 use crate::openapi::violations;
 use crate::store::{Principal, Store};
 
@@ -106,6 +108,7 @@ pub struct Hub<S> {
     catalog: Arc<dyn Catalog>,
     tools: Arc<Tools>,
     integrations: Option<Arc<Integrations>>,
+    custom: Option<custom::Runtime>,
 }
 
 const UNCONFIGURED: &str =
@@ -188,32 +191,81 @@ impl<S: Store + Clone> Hub<S> {
             "find_tools" => {
                 let query = args["query"].as_str().unwrap_or_default();
                 let app = args.get("app").and_then(Value::as_str);
-                if let Some(app) = app
-                    && self.catalog.app(app).is_none()
-                {
+                let custom_app = app.filter(|a| custom::is_custom(a));
+                let known = match (app, custom_app) {
+                    (None, _) => true,
+                    (Some(_), Some(c)) => custom::app_exists(&self.store, &principal.account_id, c)
+                        .await
+                        .unwrap_or(false),
+                    (Some(a), None) => self.catalog.app(a).is_some(),
+                };
+                if let (Some(app), false) = (app, known) {
                     return failed(format!(
                         "No app {app:?} in the catalog; search_apps finds app ids."
                     ));
                 }
-                let found = self.catalog.find_tools(query, app, limit(10));
-                let tools: Vec<Value> = found
-                    .hits
+                let found = match custom_app {
+                    Some(_) => Default::default(),
+                    None => self.catalog.find_tools(query, app, limit(10)),
+                };
+                let own = match (app, custom_app) {
+                    (Some(_), None) => custom::Found::default(),
+                    _ => match custom::find(
+                        &self.store,
+                        &principal.account_id,
+                        query,
+                        custom_app,
+                        limit(10),
+                    )
+                    .await
+                    {
+                        Ok(f) => f,
+                        Err(e) => {
+                            tracing::error!(error = %e, "store failure in MCP tool");
+                            return failed("The platform's storage did not answer; retry shortly.");
+                        }
+                    },
+                };
+                let hint = found.hint.or(own.hint);
+                let hits = custom::merge(found.hits, own.hits, limit(10));
+                let tools: Vec<Value> = hits
                     .iter()
                     .map(|h| {
+                        let custom_tool = own.descriptions.get(&h.tool);
                         json!({
                             "name": h.tool,
                             "app": h.app,
-                            "description": self.catalog.tool(&h.tool).map(|t| t.description).unwrap_or_default(),
+                            "description": match custom_tool {
+                                Some(d) => d.clone(),
+                                None => self.catalog.tool(&h.tool).map(|t| t.description).unwrap_or_default(),
+                            },
                             "score": h.score,
                             "matched_terms": h.matched_terms,
-                            "connection_status": status(connected.contains(&h.app)),
+                            "connection_status": status(custom_tool.is_some() || connected.contains(&h.app)),
                         })
                     })
                     .collect();
-                CallToolResult::structured(json!({"tools": tools, "hint": found.hint}))
+                let hint = if tools.is_empty() { hint } else { None };
+                CallToolResult::structured(json!({"tools": tools, "hint": hint}))
             }
             "get_tool" => {
                 let name = args["name"].as_str().unwrap_or_default();
+                if custom::is_custom(name) {
+                    return match custom::tool_def(&self.store, &principal.account_id, name).await {
+                        Ok(Some(t)) => {
+                            let mut v = json!(t);
+                            v["connection_status"] = status(true).into();
+                            CallToolResult::structured(v)
+                        }
+                        Ok(None) => failed(format!(
+                            "No tool {name:?}; find_tools finds tools for a task."
+                        )),
+                        Err(e) => {
+                            tracing::error!(error = %e, "store failure in MCP tool");
+                            failed("The platform's storage did not answer; retry shortly.")
+                        }
+                    };
+                }
                 match self.catalog.tool(name) {
                     Some(t) => {
                         let mut v = json!(t);
@@ -280,6 +332,9 @@ impl<S: Store + Clone> Hub<S> {
 
     async fn run_tool(&self, principal: &Principal, args: &Value) -> CallToolResult {
         let tool = args["tool"].as_str().unwrap_or_default();
+        if custom::is_custom(tool) {
+            return self.run_custom(principal, tool, &args["arguments"]).await;
+        }
         if self.catalog.tool(tool).is_none() {
             return failed(format!(
                 "No tool {tool:?}; find_tools finds tools for a task."
@@ -350,6 +405,38 @@ impl<S: Store + Clone> Hub<S> {
             }
         }
     }
+
+    /// Runs one of the account's custom tools (a tool error is a result the model can read).
+    async fn run_custom(&self, principal: &Principal, tool: &str, args: &Value) -> CallToolResult {
+        let Some(rt) = &self.custom else {
+            return failed("Custom connectors are not configured on this deployment.");
+        };
+        // LEAD: swap SimpleRestRunner for H1's executor (see custom/rest.rs).
+        let runner = custom::SimpleRestRunner {
+            outbound: &rt.outbound,
+        };
+        match custom::run(
+            &self.store,
+            rt,
+            &runner,
+            &SystemClock,
+            &principal.account_id,
+            tool,
+            args,
+        )
+        .await
+        {
+            Ok(outcome) => CallToolResult::structured(outcome.to_json()),
+            Err((e, run_id)) => {
+                let p = e.problem(run_id.as_deref());
+                let mut v = json!({"error": p.detail, "code": p.code, "run_id": run_id});
+                if !p.errors.is_empty() {
+                    v["errors"] = json!(p.errors);
+                }
+                CallToolResult::structured_error(v)
+            }
+        }
+    }
 }
 
 impl<S: Store + Clone> ServerHandler for Hub<S> {
@@ -399,6 +486,7 @@ pub fn service<S: Store + Clone>(
     store: S,
     catalog: Arc<dyn Catalog>,
     integrations: Option<Arc<Integrations>>,
+    custom: Option<custom::Runtime>,
 ) -> Result<McpService<S>, String> {
     let tools = Arc::new(build_tools()?);
     let mut cfg = StreamableHttpServerConfig::default();
@@ -416,6 +504,7 @@ pub fn service<S: Store + Clone>(
                 catalog: catalog.clone(),
                 tools: tools.clone(),
                 integrations: integrations.clone(),
+                custom: custom.clone(),
             })
         },
         Arc::new(NeverSessionManager::default()),

@@ -70,6 +70,7 @@ pub struct OpenApi {
     pub bytes: Bytes,
     pub find_tools_request: jsonschema::Validator,
     pub connect_request: jsonschema::Validator,
+    pub create_custom_connector_request: jsonschema::Validator,
     pub run_tool_request: jsonschema::Validator,
 }
 
@@ -80,6 +81,10 @@ impl OpenApi {
             bytes: Bytes::from_static(DOCUMENT.as_bytes()),
             find_tools_request: component_validator(&doc, "FindToolsRequest")?,
             connect_request: component_validator(&doc, "ConnectRequest")?,
+            create_custom_connector_request: component_validator(
+                &doc,
+                "CreateCustomConnectorRequest",
+            )?,
             run_tool_request: component_validator(&doc, "RunToolRequest")?,
         })
     }

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::catalog_api::{AppFilter, Catalog, CatalogError};
 use crate::clock::Clock;
 use crate::connections::Integrations;
+use crate::custom;
 use crate::keys::{self, KeyHash};
 use crate::mcp::{self, McpService};
 use crate::openapi::{self, OpenApi, OpenApiError};
@@ -53,6 +54,11 @@ enum Route {
     Connections,
     Connection,
     RunTool,
+    ListCustomConnectors,
+    CreateCustomConnector,
+    GetCustomConnector,
+    DeleteCustomConnector,
+    RefreshCustomConnector,
 }
 
 impl Route {
@@ -61,8 +67,44 @@ impl Route {
     }
 }
 
+/// The `Allow` header of routes that take more than one method.
+fn allowed(route: Route) -> Option<&'static str> {
+    match route {
+        Route::ListCustomConnectors | Route::CreateCustomConnector => Some("GET, POST"),
+        Route::GetCustomConnector | Route::DeleteCustomConnector => Some("GET, DELETE"),
+        _ => None,
+    }
+}
+
+/// Routes of custom connectors (`/custom-connectors[/{id}[/refresh]]`), by method.
+fn custom_route(rest: &str, m: &Method) -> Option<(Route, Method)> {
+    if rest == "/custom-connectors" {
+        return Some(if *m == Method::GET {
+            (Route::ListCustomConnectors, Method::GET)
+        } else {
+            (Route::CreateCustomConnector, Method::POST)
+        });
+    }
+    let id = rest.strip_prefix("/custom-connectors/")?;
+    if let Some(id) = id.strip_suffix("/refresh") {
+        return (!id.is_empty() && !id.contains('/'))
+            .then_some((Route::RefreshCustomConnector, Method::POST));
+    }
+    if id.is_empty() || id.contains('/') {
+        return None;
+    }
+    Some(if *m == Method::DELETE {
+        (Route::DeleteCustomConnector, Method::DELETE)
+    } else {
+        (Route::GetCustomConnector, Method::GET)
+    })
+}
+
 /// Matches a path below `/api/v1`; returns the route and the methods it allows.
-fn route(rest: &str) -> Option<(Route, Method)> {
+fn route(rest: &str, m: &Method) -> Option<(Route, Method)> {
+    if let Some(r) = custom_route(rest, m) {
+        return Some(r);
+    }
     Some(match rest {
         "/health" => (Route::Health, Method::GET),
         "/openapi.json" => (Route::OpenApi, Method::GET),
@@ -130,7 +172,7 @@ pub enum StartError {
 struct Meta {
     /// `(remaining, reset_s)` once counted.
     rate: Option<(u32, u64)>,
-    allow: Option<Method>,
+    allow: Option<String>,
     account: Option<String>,
     api: bool,
 }
@@ -149,6 +191,8 @@ pub struct App<S> {
     openapi: OpenApi,
     mcp: McpService<S>,
     integrations: Option<Arc<Integrations>>,
+    /// Outbound client and sealer for custom connectors; without them their endpoints answer 503.
+    custom: Option<custom::Runtime>,
 }
 
 fn new_request_id() -> String {
@@ -242,7 +286,7 @@ impl<S: Store + Clone> App<S> {
         clock: Arc<dyn Clock>,
         policy: RateLimitPolicy,
     ) -> Result<Self, StartError> {
-        let mcp = mcp::service(store.clone(), catalog.clone(), None).map_err(StartError::Mcp)?;
+        let mcp = mcp::service(store.clone(), catalog.clone(), None, None).map_err(StartError::Mcp)?;
         Ok(Self {
             store,
             catalog,
@@ -251,18 +295,25 @@ impl<S: Store + Clone> App<S> {
             openapi: OpenApi::load()?,
             mcp,
             integrations: None,
+            custom: None,
         })
     }
 
     /// Turns on connections, hosted connect pages and tool runs (REST and MCP).
     pub fn with_integrations(mut self, integrations: Arc<Integrations>) -> Result<Self, StartError> {
+        let custom = custom::Runtime {
+            outbound: integrations.outbound.clone(),
+            sealer: Some(integrations.sealer.clone()),
+        };
         self.mcp = mcp::service(
             self.store.clone(),
             self.catalog.clone(),
             Some(integrations.clone()),
+            Some(custom.clone()),
         )
         .map_err(StartError::Mcp)?;
         self.integrations = Some(integrations);
+        self.custom = Some(custom);
         Ok(self)
     }
 
@@ -275,6 +326,19 @@ impl<S: Store + Clone> App<S> {
                  PUBLIC_BASE_URL); see the operator's logs.",
             )
         })
+    }
+
+    /// Enables custom connectors (REST and MCP) with the guarded client and the sealer.
+    pub fn with_custom_connectors(mut self, rt: custom::Runtime) -> Result<Self, StartError> {
+        self.mcp = mcp::service(
+            self.store.clone(),
+            self.catalog.clone(),
+            self.integrations.clone(),
+            Some(rt.clone()),
+        )
+        .map_err(StartError::Mcp)?;
+        self.custom = Some(rt);
+        Ok(self)
     }
 
     pub fn store(&self) -> &S {
@@ -325,7 +389,7 @@ impl<S: Store + Clone> App<S> {
             h.insert(header::RETRY_AFTER, HeaderValue::from(s));
         }
         if let Some(m) = meta.allow
-            && let Ok(v) = HeaderValue::from_str(m.as_str())
+            && let Ok(v) = HeaderValue::from_str(&m)
         {
             h.insert(header::ALLOW, v);
         }
@@ -368,11 +432,17 @@ impl<S: Store + Clone> App<S> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(0);
-        if req.body().len() > MAX_BODY || declared > MAX_BODY as u64 {
+        // Custom connectors take whole OpenAPI documents.
+        let limit = if rest == "/custom-connectors" {
+            custom::MAX_REQUEST_BODY
+        } else {
+            MAX_BODY
+        };
+        if req.body().len() > limit || declared > limit as u64 {
             return Err(Problem::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "body_too_large",
-                format!("Request bodies are limited to {MAX_BODY} bytes."),
+                format!("Request bodies are limited to {limit} bytes."),
             ));
         }
 
@@ -413,14 +483,14 @@ impl<S: Store + Clone> App<S> {
             };
         }
 
-        let Some((route, method)) = route(rest) else {
+        let Some((route, method)) = route(rest, req.method()) else {
             return Err(Problem::not_found(
                 "not_found",
                 format!("No endpoint {API_PREFIX}{rest}."),
             ));
         };
         if req.method() != method {
-            meta.allow = Some(method.clone());
+            meta.allow = Some(allowed(route).unwrap_or(method.as_str()).to_owned());
             return Err(Problem::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "method_not_allowed",
@@ -472,7 +542,66 @@ impl<S: Store + Clone> App<S> {
             }
             (Route::RunTool, Some(p)) => {
                 let tool = rest.trim_start_matches("/tools/").trim_end_matches("/run");
+                if custom::is_custom(tool) {
+                    return self.run_custom(req, tool, &p).await;
+                }
                 self.run_tool(req, tool, &p).await
+            }
+            (Route::ListCustomConnectors, Some(p)) => {
+                let params = query(req, &["cursor", "limit"])?;
+                let limit = page_limit(&params)?;
+                Ok(Reply::json(
+                    &custom::list(
+                        &self.store,
+                        &p.account_id,
+                        param(&params, "cursor"),
+                        Some(limit),
+                    )
+                    .await?,
+                ))
+            }
+            (Route::CreateCustomConnector, Some(p)) => {
+                query(req, &[])?;
+                let body = self.json_body(req, &self.openapi.create_custom_connector_request)?;
+                let rt = self.custom_runtime()?;
+                let v = custom::create(&self.store, rt, &p.account_id, &body, self.clock.now_ms())
+                    .await
+                    .map_err(|e| e.problem())?;
+                let mut reply = Reply::json(&v);
+                reply.status = StatusCode::CREATED;
+                Ok(reply)
+            }
+            (Route::GetCustomConnector, Some(p)) => {
+                query(req, &[])?;
+                let id = rest.trim_start_matches("/custom-connectors/");
+                let v = custom::get(&self.store, &p.account_id, id)
+                    .await
+                    .map_err(|e| e.problem())?;
+                Ok(Reply::json(&v))
+            }
+            (Route::RefreshCustomConnector, Some(p)) => {
+                query(req, &[])?;
+                let id = rest
+                    .trim_start_matches("/custom-connectors/")
+                    .trim_end_matches("/refresh");
+                let rt = self.custom_runtime()?;
+                let v = custom::refresh(&self.store, rt, &p.account_id, id, self.clock.now_ms())
+                    .await
+                    .map_err(|e| e.problem())?;
+                Ok(Reply::json(&v))
+            }
+            (Route::DeleteCustomConnector, Some(p)) => {
+                query(req, &[])?;
+                let id = rest.trim_start_matches("/custom-connectors/");
+                custom::delete(&self.store, &p.account_id, id)
+                    .await
+                    .map_err(|e| e.problem())?;
+                Ok(Reply {
+                    status: StatusCode::NO_CONTENT,
+                    content_type: HeaderValue::from_static("application/json"),
+                    extra: HeaderMap::new(),
+                    body: Bytes::new(),
+                })
             }
             // Private routes without a principal were answered with 401 above.
             (_, None) => Err(Problem::unauthorized("This endpoint needs an API key.")),
@@ -667,39 +796,78 @@ impl<S: Store + Clone> App<S> {
             .get("limit")
             .and_then(Value::as_u64)
             .map_or(DEFAULT_TOOLS, |n| n as usize);
-        if let Some(app) = app
-            && self.catalog.app(app).is_none()
-        {
+        // `custom.<connector>` names one of the account's custom connectors.
+        let custom_app = app.filter(|a| custom::is_custom(a));
+        let known = match (app, custom_app) {
+            (None, _) => true,
+            (Some(_), Some(c)) => custom::app_exists(&self.store, &p.account_id, c)
+                .await
+                .map_err(|e| store_problem(&e))?,
+            (Some(a), None) => self.catalog.app(a).is_some(),
+        };
+        if let (Some(app), false) = (app, known) {
             return Err(Problem::not_found(
                 "app_not_found",
                 format!("No app {app:?} in the catalog; GET /apps?search= finds app ids."),
             ));
         }
-        let found = self.catalog.find_tools(q, app, limit);
+        let found = match custom_app {
+            Some(_) => Default::default(),
+            None => self.catalog.find_tools(q, app, limit),
+        };
+        let own = match (app, custom_app) {
+            (Some(_), None) => custom::Found::default(),
+            _ => custom::find(&self.store, &p.account_id, q, custom_app, limit)
+                .await
+                .map_err(|e| store_problem(&e))?,
+        };
+        let hint = found.hint.or(own.hint);
+        let hits = custom::merge(found.hits, own.hits, limit);
         let connected = self.connected(p).await?;
-        let tools: Vec<Value> = found
-            .hits
+        let tools: Vec<Value> = hits
             .iter()
             .map(|h| {
-                let description = self
-                    .catalog
-                    .tool(&h.tool)
-                    .map(|t| t.description)
-                    .unwrap_or_default();
+                let custom_tool = own.descriptions.get(&h.tool);
+                let description = match custom_tool {
+                    Some(d) => d.clone(),
+                    None => self
+                        .catalog
+                        .tool(&h.tool)
+                        .map(|t| t.description)
+                        .unwrap_or_default(),
+                };
                 json!({
                     "name": h.tool,
                     "app": h.app,
                     "description": description,
                     "score": h.score,
                     "matched_terms": h.matched_terms,
-                    "connection_status": connection_status(connected.contains(&h.app)),
+                    // A custom connector carries its own credentials.
+                    "connection_status": connection_status(
+                        custom_tool.is_some() || connected.contains(&h.app)
+                    ),
                 })
             })
             .collect();
-        Ok(Reply::json(&json!({"tools": tools, "hint": found.hint})))
+        let hint = if tools.is_empty() { hint } else { None };
+        Ok(Reply::json(&json!({"tools": tools, "hint": hint})))
     }
 
     async fn tool(&self, name: &str, p: &Principal) -> Result<Reply, Problem> {
+        if custom::is_custom(name) {
+            return match custom::tool_def(&self.store, &p.account_id, name).await {
+                Ok(Some(t)) => {
+                    let mut v = json!(t);
+                    v["connection_status"] = connection_status(true).into();
+                    Ok(Reply::json(&v))
+                }
+                Ok(None) => Err(Problem::not_found(
+                    "tool_not_found",
+                    format!("No tool {name:?}; POST /tools/find finds tools for a task."),
+                )),
+                Err(e) => Err(store_problem(&e)),
+            };
+        }
         let Some(tool) = self.catalog.tool(name) else {
             return Err(Problem::not_found(
                 "tool_not_found",
@@ -710,6 +878,47 @@ impl<S: Store + Clone> App<S> {
         let mut v = json!(tool);
         v["connection_status"] = connection_status(connected.contains(&tool.app)).into();
         Ok(Reply::json(&v))
+    }
+
+    fn custom_runtime(&self) -> Result<&custom::Runtime, Problem> {
+        self.custom.as_ref().ok_or_else(|| {
+            Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "custom_connectors_unavailable",
+                "Custom connectors are not configured on this deployment.",
+            )
+        })
+    }
+
+    /// `POST /tools/custom.<connector>.<tool>/run`.
+    async fn run_custom(
+        &self,
+        req: &Request<Bytes>,
+        name: &str,
+        p: &Principal,
+    ) -> Result<Reply, Problem> {
+        query(req, &[])?;
+        let body = self.json_body(req, &self.openapi.run_tool_request)?;
+        let rt = self.custom_runtime()?;
+        // LEAD: swap SimpleRestRunner for H1's executor (see custom/rest.rs).
+        let runner = custom::SimpleRestRunner {
+            outbound: &rt.outbound,
+        };
+        let args = body.get("arguments").unwrap_or(&Value::Null);
+        match custom::run(
+            &self.store,
+            rt,
+            &runner,
+            self.clock.as_ref(),
+            &p.account_id,
+            name,
+            args,
+        )
+        .await
+        {
+            Ok(outcome) => Ok(Reply::json(&outcome.to_json())),
+            Err((e, run_id)) => Err(e.problem(run_id.as_deref())),
+        }
     }
 
     async fn runs(&self, req: &Request<Bytes>, p: &Principal) -> Result<Reply, Problem> {

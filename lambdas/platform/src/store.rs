@@ -109,7 +109,7 @@ pub struct KeyInfo {
     pub revoked_at_ms: Option<i64>,
 }
 
-pub trait Store: Send + Sync + 'static {
+pub trait Store: crate::custom::CustomStore + Send + Sync + 'static {
     /// Stores an account with its first key. Fails with `Conflict` if the id or e-mail exists.
     fn create_account(
         &self,

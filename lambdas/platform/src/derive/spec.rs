@@ -5,9 +5,9 @@
 
 use serde_json::{Map, Value, json};
 
-use platform::catalog::{AuthKind, AuthScheme, Method, OAuthFlow};
+use crate::catalog::{AuthKind, AuthScheme, Method, OAuthFlow};
 
-use crate::html::plain_text;
+use super::html::plain_text;
 
 /// Displayed description length (characters).
 const DESCRIPTION_MAX: usize = 300;
