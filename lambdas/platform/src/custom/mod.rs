@@ -589,8 +589,14 @@ pub async fn delete<S: Store>(store: &S, account: &str, id: &str) -> Result<(), 
         .get_connector(account, id)
         .await?
         .ok_or_else(|| CustomError::NotFound(id.to_owned()))?;
-    store.delete_connector(account, &c).await?;
-    Ok(())
+    store
+        .delete_connector(account, &c)
+        .await
+        .map_err(|e| match e {
+            // Deleted by a concurrent request in between.
+            StoreError::NotFound(_) => CustomError::NotFound(id.to_owned()),
+            other => other.into(),
+        })
 }
 
 /// Splits `custom.<connector>.<tool>` into the connector name.
@@ -1083,8 +1089,8 @@ mod tests {
     #[test]
     fn names_are_slugs_of_bounded_length() {
         assert_eq!(
-            connector_name(None, "Petstore API v2!").unwrap(),
-            "petstore_api_v2"
+            connector_name(None, "Pet Store API!").unwrap(),
+            "pet_store_api"
         );
         assert_eq!(connector_name(Some("my_api"), "x").unwrap(), "my_api");
         assert!(connector_name(Some("My API"), "x").is_err());

@@ -347,7 +347,7 @@ mod tests {
         };
         assert_eq!(
             url_of(&call).unwrap().as_str(),
-            "https://pets.example.com/v1/pets/a%20b%2Fc?tag=x&tag=y&limit=5"
+            "https://pets.example.com/v1/pets/a%20b%2Fc?limit=5&tag=x&tag=y"
         );
         let missing = RestCall {
             arguments: &json!({}),
