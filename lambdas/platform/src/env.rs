@@ -29,8 +29,4 @@ pub const API_OPTIONAL_ENV: &[&str] = &[CATALOG_VAR];
 pub const JOBS_ENV: &[&str] = &[TABLE_VAR, LOG_VAR, CREDENTIALS_KEY_VAR];
 
 /// Read only outside AWS (development and tests); never set on a deployed function.
-pub const LOCAL_ONLY_ENV: &[&str] = &[
-    ENDPOINT_VAR,
-    OUTBOUND_ALLOW_VAR,
-    CREDENTIALS_LOCAL_KEY_VAR,
-];
+pub const LOCAL_ONLY_ENV: &[&str] = &[ENDPOINT_VAR, OUTBOUND_ALLOW_VAR, CREDENTIALS_LOCAL_KEY_VAR];

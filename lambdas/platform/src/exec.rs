@@ -384,6 +384,64 @@ fn declared<'a>(schema: &'a Value, group: &str) -> Option<&'a Map<String, Value>
         .and_then(Value::as_object)
 }
 
+/// The HTTP request: method, URL, the platform's `Accept` and `User-Agent`, then `headers`,
+/// cookies and body. `None` for a method `http` cannot express.
+fn assemble(
+    outbound: &crate::outbound::Outbound,
+    method: crate::catalog::Method,
+    url: url::Url,
+    headers: Vec<(String, String)>,
+    cookies: Vec<String>,
+    body: Option<(String, Vec<u8>)>,
+) -> Option<reqwest::RequestBuilder> {
+    let method = http::Method::from_bytes(method.as_str().as_bytes()).ok()?;
+    let mut rb = outbound
+        .client()
+        .request(method, url.as_str())
+        .header(http::header::ACCEPT, "application/json")
+        .header(
+            http::header::USER_AGENT,
+            concat!("companion-platform/", env!("CARGO_PKG_VERSION")),
+        );
+    for (k, v) in headers {
+        rb = rb.header(k, v);
+    }
+    if !cookies.is_empty() {
+        rb = rb.header(http::header::COOKIE, cookies.join("; "));
+    }
+    if let Some((media, bytes)) = body {
+        rb = rb.header(http::header::CONTENT_TYPE, media).body(bytes);
+    }
+    Some(rb)
+}
+
+/// The request for an operation called without a connection: custom REST connectors, whose
+/// own (opened) `fixed_headers` carry their credentials and win over argument headers. The same
+/// mapping of argument groups to path, query, headers and body as catalog tools.
+pub fn prepare_request(
+    outbound: &crate::outbound::Outbound,
+    method: crate::catalog::Method,
+    path: &str,
+    base_url: &str,
+    schema: &Value,
+    args: &Value,
+    fixed_headers: &[(String, String)],
+) -> Result<reqwest::RequestBuilder, Vec<FieldError>> {
+    let op = Operation {
+        tool: String::new(),
+        app: String::new(),
+        method,
+        path: path.to_owned(),
+        security: Vec::new(),
+    };
+    let built = build(&op, base_url, schema, args)?;
+    let mut headers = built.headers;
+    headers.retain(|(k, _)| !fixed_headers.iter().any(|(f, _)| f.eq_ignore_ascii_case(k)));
+    headers.extend(fixed_headers.iter().cloned());
+    assemble(outbound, method, built.url, headers, Vec::new(), built.body)
+        .ok_or_else(|| vec![invalid("", "the operation's HTTP method is not supported")])
+}
+
 fn build(
     op: &Operation,
     base_url: &str,
@@ -532,10 +590,7 @@ enum Placement {
 
 fn place(scheme: &AuthScheme, creds: &Credentials, key_as_user: bool) -> Option<Placement> {
     let secret = &creds.secret;
-    let token = secret
-        .access_token
-        .as_deref()
-        .or(secret.api_key.as_deref());
+    let token = secret.access_token.as_deref().or(secret.api_key.as_deref());
     let bearer = |t: &str| Placement::Header("authorization".into(), format!("Bearer {t}"));
     match (&scheme.kind, creds.connection.auth) {
         (AuthKind::ApiKey { location, param }, AuthMethod::ApiKey | AuthMethod::OAuth2) => {
@@ -569,9 +624,10 @@ fn place(scheme: &AuthScheme, creds: &Credentials, key_as_user: bool) -> Option<
         {
             token.map(bearer)
         }
-        (AuthKind::OAuth2 { .. } | AuthKind::OpenIdConnect { .. }, AuthMethod::OAuth2 | AuthMethod::ApiKey) => {
-            token.map(bearer)
-        }
+        (
+            AuthKind::OAuth2 { .. } | AuthKind::OpenIdConnect { .. },
+            AuthMethod::OAuth2 | AuthMethod::ApiKey,
+        ) => token.map(bearer),
         _ => None,
     }
 }
@@ -723,7 +779,11 @@ impl Executor {
                 let errors = violations(&v, req.arguments);
                 if !errors.is_empty() {
                     let run_id = self
-                        .record(&attempt, RunStatus::Failed, Some("invalid_arguments".into()))
+                        .record(
+                            &attempt,
+                            RunStatus::Failed,
+                            Some("invalid_arguments".into()),
+                        )
                         .await;
                     return Err(RunError::InvalidArguments { errors, run_id });
                 }
@@ -748,7 +808,11 @@ impl Executor {
             Ok(b) => b,
             Err(errors) => {
                 let run_id = self
-                    .record(&attempt, RunStatus::Failed, Some("invalid_arguments".into()))
+                    .record(
+                        &attempt,
+                        RunStatus::Failed,
+                        Some("invalid_arguments".into()),
+                    )
                     .await;
                 return Err(RunError::InvalidArguments { errors, run_id });
             }
@@ -809,15 +873,17 @@ impl Executor {
 
     async fn cred_failure(&self, attempt: &Attempt<'_>, e: CredError) -> RunError {
         match e {
-            CredError::ConnectionRequired { app } => match self.prompt(attempt.account_id, &app).await {
-                Ok(prompt) => {
-                    let run_id = self
-                        .record(attempt, RunStatus::ConnectionRequired, None)
-                        .await;
-                    RunError::ConnectionRequired { prompt, run_id }
+            CredError::ConnectionRequired { app } => {
+                match self.prompt(attempt.account_id, &app).await {
+                    Ok(prompt) => {
+                        let run_id = self
+                            .record(attempt, RunStatus::ConnectionRequired, None)
+                            .await;
+                        RunError::ConnectionRequired { prompt, run_id }
+                    }
+                    Err(e) => e,
                 }
-                Err(e) => e,
-            },
+            }
             CredError::NeedsReauth { app, connection_id } => {
                 match self.prompt(attempt.account_id, &app).await {
                     Ok(prompt) => {
@@ -849,13 +915,21 @@ impl Executor {
             },
             CredError::LockTimeout(_) => {
                 let run_id = self
-                    .record(attempt, RunStatus::Failed, Some("refresh_in_progress".into()))
+                    .record(
+                        attempt,
+                        RunStatus::Failed,
+                        Some("refresh_in_progress".into()),
+                    )
                     .await;
                 RunError::RefreshBusy { run_id }
             }
             CredError::Provider(detail) => {
                 let run_id = self
-                    .record(attempt, RunStatus::Failed, Some("token_refresh_failed".into()))
+                    .record(
+                        attempt,
+                        RunStatus::Failed,
+                        Some("token_refresh_failed".into()),
+                    )
                     .await;
                 RunError::TokenEndpoint { detail, run_id }
             }
@@ -891,27 +965,9 @@ impl Executor {
                 }
             }
         }
-        let method = match http::Method::from_bytes(op.method.as_str().as_bytes()) {
-            Ok(m) => m,
-            Err(_) => return Err(RunError::NotRunnable(op.tool.clone())),
+        let Some(rb) = assemble(outbound, op.method, url, headers, cookies, built.body) else {
+            return Err(RunError::NotRunnable(op.tool.clone()));
         };
-        let mut rb = outbound
-            .client()
-            .request(method, url.as_str())
-            .header(http::header::ACCEPT, "application/json")
-            .header(
-                http::header::USER_AGENT,
-                concat!("companion-platform/", env!("CARGO_PKG_VERSION")),
-            );
-        for (k, v) in headers {
-            rb = rb.header(k, v);
-        }
-        if !cookies.is_empty() {
-            rb = rb.header(http::header::COOKIE, cookies.join("; "));
-        }
-        if let Some((media, bytes)) = built.body {
-            rb = rb.header(http::header::CONTENT_TYPE, media).body(bytes);
-        }
         let outcome = outbound.send(rb).await;
         let resp = match outcome {
             Ok(r) => r,
@@ -1035,12 +1091,21 @@ mod tests {
             "header": {"Idempotency-Key": "k1"},
             "body": {"mode": "payment", "line_items": [{"price": "p1", "quantity": 2}],
                      "metadata": {"plan": "pro"}}});
-        let b = build(&op("/v1/things/{id}"), "https://api.example.com/", &schema, &args).unwrap();
+        let b = build(
+            &op("/v1/things/{id}"),
+            "https://api.example.com/",
+            &schema,
+            &args,
+        )
+        .unwrap();
         assert_eq!(
             b.url.as_str(),
             "https://api.example.com/v1/things/a%20b%2Fc?expand=x&expand=y&limit=3"
         );
-        assert_eq!(b.headers, vec![("Idempotency-Key".to_owned(), "k1".to_owned())]);
+        assert_eq!(
+            b.headers,
+            vec![("Idempotency-Key".to_owned(), "k1".to_owned())]
+        );
         let (media, body) = b.body.unwrap();
         assert_eq!(media, "application/x-www-form-urlencoded");
         assert_eq!(

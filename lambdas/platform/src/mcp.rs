@@ -21,10 +21,10 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::catalog_api::{AppFilter, Catalog};
-use crate::connections::Integrations;
-use crate::exec::{RunError, RunOrigin, RunRequest};
 use crate::clock::SystemClock;
+use crate::connections::Integrations;
 use crate::custom;
+use crate::exec::{RunError, RunOrigin, RunRequest};
 use crate::openapi::violations;
 use crate::store::{Principal, Store};
 
@@ -303,8 +303,8 @@ impl<S: Store + Clone> Hub<S> {
             Ok(link) => {
                 let mut v = link.to_json();
                 v["connect_url"] = v["url"].clone();
-                v["hint"] = "Show connect_url to the user; once they finish, run the tool again."
-                    .into();
+                v["hint"] =
+                    "Show connect_url to the user; once they finish, run the tool again.".into();
                 CallToolResult::structured(v)
             }
             Err(e) => {
@@ -358,20 +358,18 @@ impl<S: Store + Clone> Hub<S> {
         {
             Ok(out) => CallToolResult::structured(out.to_json()),
             // Not an error: the model shows the link and retries after the user connects.
-            Err(RunError::ConnectionRequired { prompt, .. }) => {
-                CallToolResult::structured(json!({
-                    "status": "connection_required",
-                    "connection_required": true,
-                    "app": prompt.app,
-                    "connect_url": prompt.connect_url,
-                    "expires_at": prompt.expires_at,
-                    "hint": format!(
-                        "{} is not connected. Ask the user to open connect_url (it works once, \
-                         for 30 minutes), then run the tool again.",
-                        prompt.app
-                    ),
-                }))
-            }
+            Err(RunError::ConnectionRequired { prompt, .. }) => CallToolResult::structured(json!({
+                "status": "connection_required",
+                "connection_required": true,
+                "app": prompt.app,
+                "connect_url": prompt.connect_url,
+                "expires_at": prompt.expires_at,
+                "hint": format!(
+                    "{} is not connected. Ask the user to open connect_url (it works once, \
+                     for 30 minutes), then run the tool again.",
+                    prompt.app
+                ),
+            })),
             Err(RunError::NeedsReauth {
                 prompt,
                 connection_id,
@@ -411,7 +409,6 @@ impl<S: Store + Clone> Hub<S> {
         let Some(rt) = &self.custom else {
             return failed("Custom connectors are not configured on this deployment.");
         };
-        // LEAD: swap SimpleRestRunner for H1's executor (see custom/rest.rs).
         let runner = custom::SimpleRestRunner {
             outbound: &rt.outbound,
         };

@@ -286,7 +286,8 @@ impl<S: Store + Clone> App<S> {
         clock: Arc<dyn Clock>,
         policy: RateLimitPolicy,
     ) -> Result<Self, StartError> {
-        let mcp = mcp::service(store.clone(), catalog.clone(), None, None).map_err(StartError::Mcp)?;
+        let mcp =
+            mcp::service(store.clone(), catalog.clone(), None, None).map_err(StartError::Mcp)?;
         Ok(Self {
             store,
             catalog,
@@ -300,7 +301,10 @@ impl<S: Store + Clone> App<S> {
     }
 
     /// Turns on connections, hosted connect pages and tool runs (REST and MCP).
-    pub fn with_integrations(mut self, integrations: Arc<Integrations>) -> Result<Self, StartError> {
+    pub fn with_integrations(
+        mut self,
+        integrations: Arc<Integrations>,
+    ) -> Result<Self, StartError> {
         let custom = custom::Runtime {
             outbound: integrations.outbound.clone(),
             sealer: Some(integrations.sealer.clone()),
@@ -900,7 +904,6 @@ impl<S: Store + Clone> App<S> {
         query(req, &[])?;
         let body = self.json_body(req, &self.openapi.run_tool_request)?;
         let rt = self.custom_runtime()?;
-        // LEAD: swap SimpleRestRunner for H1's executor (see custom/rest.rs).
         let runner = custom::SimpleRestRunner {
             outbound: &rt.outbound,
         };
@@ -1058,7 +1061,9 @@ impl<S: Store + Clone> App<S> {
             }),
             Err(StoreError::NotFound(_)) => Err(Problem::not_found(
                 "connection_not_found",
-                format!("No connection {id:?} (or it is already revoked); GET /connections lists them."),
+                format!(
+                    "No connection {id:?} (or it is already revoked); GET /connections lists them."
+                ),
             )),
             Err(e) => Err(store_problem(&e)),
         }

@@ -1,9 +1,9 @@
 //! The REST side of custom connectors: tools derived from an OpenAPI 3 document exactly as the
 //! catalog derives them ([`crate::derive`]), and a runner for them.
 //!
-//! LEAD: [`SimpleRestRunner`] is a stand-in for H1's executor (`exec.rs`). When merging, make the
-//! executor implement [`RestRunner`] (or call it from `SimpleRestRunner::run`) and pass it where
-//! the router calls `custom::run`; nothing else here depends on the runner's internals.
+//! Requests are built by the executor's [`crate::exec::prepare_request`], so custom REST tools map
+//! their argument groups exactly like catalog tools; credentials are the connector's sealed headers
+//! rather than a connection, and `custom::run` records the run.
 
 use std::future::Future;
 
@@ -133,115 +133,28 @@ pub struct RestCall<'a> {
     pub headers: &'a [(String, String)],
 }
 
-/// Executes derived REST tools. LEAD: swap for H1's executor (see the module docs).
+/// Executes derived REST tools (a seam for tests).
 pub trait RestRunner: Send + Sync {
     fn run(&self, call: RestCall<'_>) -> impl Future<Output = Result<Called, RunError>> + Send;
 }
 
-/// A plain runner over [`Outbound`]: path, query, header and JSON (or form) body.
+/// The runner over [`Outbound`], with the executor's request mapping.
 pub struct SimpleRestRunner<'a> {
     pub outbound: &'a Outbound,
 }
 
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// The URL of a call: the base URL plus the path template with each `{param}` replaced by its
-/// percent-encoded argument.
-fn url_of(call: &RestCall<'_>) -> Result<url::Url, RunError> {
-    let path_args = call.arguments.get("path");
-    let mut url = url::Url::parse(call.base_url)
-        .map_err(|e| RunError::Unreachable(format!("the connector's base URL: {e}")))?;
-    {
-        let mut segs = url
-            .path_segments_mut()
-            .map_err(|_| RunError::Unreachable("the base URL cannot have a path".into()))?;
-        segs.pop_if_empty();
-        for seg in call.path.split('/').filter(|s| !s.is_empty()) {
-            let mut out = String::new();
-            let mut rest = seg;
-            while let Some(open) = rest.find('{') {
-                let Some(close) = rest[open..].find('}') else {
-                    break;
-                };
-                out.push_str(&rest[..open]);
-                let name = &rest[open + 1..open + close];
-                let value = path_args.and_then(|p| p.get(name)).ok_or_else(|| {
-                    RunError::InvalidArguments(vec![crate::problem::FieldError {
-                        pointer: format!("/path/{name}"),
-                        detail: format!("path parameter {name:?} is required"),
-                    }])
-                })?;
-                out.push_str(&scalar(value));
-                rest = &rest[open + close + 1..];
-            }
-            out.push_str(rest);
-            segs.push(&out);
-        }
-    }
-    if let Some(q) = call.arguments.get("query").and_then(Value::as_object)
-        && !q.is_empty()
-    {
-        let mut pairs = url.query_pairs_mut();
-        for (k, v) in q {
-            match v {
-                Value::Array(items) => {
-                    for i in items {
-                        pairs.append_pair(k, &scalar(i));
-                    }
-                }
-                Value::Null => {}
-                other => {
-                    pairs.append_pair(k, &scalar(other));
-                }
-            }
-        }
-    }
-    Ok(url)
-}
-
 impl RestRunner for SimpleRestRunner<'_> {
     async fn run(&self, call: RestCall<'_>) -> Result<Called, RunError> {
-        let url = url_of(&call)?;
-        let method = http::Method::from_bytes(call.method.as_str().as_bytes())
-            .map_err(|e| RunError::Unreachable(e.to_string()))?;
-        let mut req = self.outbound.client().request(method, url);
-        if let Some(h) = call.arguments.get("header").and_then(Value::as_object) {
-            for (k, v) in h {
-                if !call.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(k)) {
-                    req = req.header(k.as_str(), scalar(v));
-                }
-            }
-        }
-        for (k, v) in call.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        if let Some(body) = call.arguments.get("body") {
-            let form = call
-                .input_schema
-                .pointer("/properties/body/x-content-type")
-                .and_then(Value::as_str)
-                == Some("application/x-www-form-urlencoded");
-            req = match (form, body.as_object()) {
-                (true, Some(fields)) => {
-                    let encoded: String = form_urlencoded::Serializer::new(String::new())
-                        .extend_pairs(fields.iter().map(|(k, v)| (k.clone(), scalar(v))))
-                        .finish();
-                    req.header(
-                        http::header::CONTENT_TYPE,
-                        "application/x-www-form-urlencoded",
-                    )
-                    .body(encoded)
-                }
-                _ => req
-                    .header(http::header::CONTENT_TYPE, "application/json")
-                    .body(body.to_string()),
-            };
-        }
+        let req = crate::exec::prepare_request(
+            self.outbound,
+            call.method,
+            call.path,
+            call.base_url,
+            call.input_schema,
+            call.arguments,
+            call.headers,
+        )
+        .map_err(RunError::InvalidArguments)?;
         let resp = self.outbound.send(req).await?;
         let data = match serde_json::from_slice::<Value>(&resp.body) {
             Ok(v) => v,
@@ -336,26 +249,29 @@ mod tests {
 
     #[test]
     fn urls_substitute_and_encode_path_parameters_and_add_the_query() {
+        let outbound = Outbound::new(crate::outbound::OutboundPolicy::default()).unwrap();
+        let schema = json!({"properties": {"query": {"properties": {"tag": {}, "limit": {}}}}});
         let args = json!({"path": {"petId": "a b/c"}, "query": {"tag": ["x", "y"], "limit": 5}});
-        let call = RestCall {
-            method: Method::Get,
-            base_url: "https://pets.example.com/v1/",
-            path: "/pets/{petId}",
-            input_schema: &json!({}),
-            arguments: &args,
-            headers: &[],
+        let prepare = |args: &Value| {
+            crate::exec::prepare_request(
+                &outbound,
+                Method::Get,
+                "/pets/{petId}",
+                "https://pets.example.com/v1/",
+                &schema,
+                args,
+                &[("X-Api-Key".into(), "k".into())],
+            )
         };
+        let req = prepare(&args).unwrap().build().unwrap();
         assert_eq!(
-            url_of(&call).unwrap().as_str(),
+            req.url().as_str(),
             "https://pets.example.com/v1/pets/a%20b%2Fc?limit=5&tag=x&tag=y"
         );
-        let missing = RestCall {
-            arguments: &json!({}),
-            ..call
-        };
-        assert!(matches!(
-            url_of(&missing),
-            Err(RunError::InvalidArguments(_))
-        ));
+        assert_eq!(req.headers()["x-api-key"], "k");
+        assert!(
+            prepare(&json!({})).is_err(),
+            "the path parameter is required"
+        );
     }
 }
