@@ -5,7 +5,8 @@
 
 use crate::catalog;
 use crate::catalog_api::{
-    AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Page, ToolDef, page_apps,
+    AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Page, ToolDef, ToolOutline,
+    page_apps,
 };
 
 fn summary(c: &catalog::Catalog, app: &catalog::App) -> AppSummary {
@@ -73,6 +74,22 @@ impl Catalog for catalog::Catalog {
                 })
                 .collect(),
             hint: found.hint,
+        }
+    }
+
+    fn tool_outlines(&self, app: &str) -> Vec<ToolOutline> {
+        match catalog::Catalog::app(self, app) {
+            Some(a) => self
+                .tools_of(a)
+                .iter()
+                .map(|t| ToolOutline {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    method: Some(t.method.as_str()),
+                    path: Some(t.path.clone()),
+                })
+                .collect(),
+            None => Vec::new(),
         }
     }
 }

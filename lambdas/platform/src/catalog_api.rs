@@ -88,6 +88,23 @@ pub trait Catalog: Send + Sync {
 
     /// Tools for a task in plain words, best first, at most `limit`, optionally within one app.
     fn find_tools(&self, query: &str, app: Option<&str>, limit: usize) -> FindResult;
+
+    /// Every tool of an app with its HTTP method and path where the catalog knows them (triggers
+    /// derive their poll events from these). Empty for an unknown app.
+    fn tool_outlines(&self, _app: &str) -> Vec<ToolOutline> {
+        Vec::new()
+    }
+}
+
+/// A tool as the trigger deriver sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutline {
+    pub name: String,
+    pub description: String,
+    /// `GET`, `POST`, …; `None` when the catalog does not say.
+    pub method: Option<&'static str>,
+    /// Path template, e.g. `/v1/customers/{id}`; `None` when the catalog does not say.
+    pub path: Option<String>,
 }
 
 pub(crate) fn words(s: &str) -> Vec<String> {

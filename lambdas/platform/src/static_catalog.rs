@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalog_api::{
-    AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Page, ToolDef, page_apps, words,
+    AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Page, ToolDef, ToolOutline,
+    page_apps, words,
 };
 
 #[derive(Debug, Deserialize)]
@@ -151,5 +152,18 @@ impl Catalog for StaticCatalog {
             .is_empty()
             .then(|| "No tool matched; describe the task with the app's name and a verb.".into());
         FindResult { hits, hint }
+    }
+
+    fn tool_outlines(&self, app: &str) -> Vec<ToolOutline> {
+        self.tools
+            .values()
+            .filter(|t| t.app == app)
+            .map(|t| ToolOutline {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                method: None,
+                path: None,
+            })
+            .collect()
     }
 }
