@@ -1,21 +1,163 @@
-//! Lambda binary for scheduled trigger polling and webhook deliveries (EventBridge schedule).
+//! The jobs function: trigger polling and Standard Webhooks deliveries, one round per
+//! invocation. In AWS, EventBridge invokes it on a schedule (`infra/jobs.tf`) and it runs the
+//! Lambda runtime loop; for development and tests, `--once` runs a single round and prints its
+//! report, and `--local-loop` runs rounds every `--interval-s` seconds until Ctrl-C. All modes
+//! read the same environment (TABLE_NAME, DDB_ENDPOINT for DynamoDB Local, the credentials key,
+//! PLATFORM_OUTBOUND_ALLOW, RUST_LOG).
 
-use lambda_http::Error;
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use lambda_http::lambda_runtime::{self, LambdaEvent, service_fn};
+use platform::clock::{Clock, SystemClock};
 use platform::env::LOG_VAR;
+use platform::outbound::{Outbound, OutboundPolicy};
+use platform::sealed::Sealer;
+use platform::static_catalog::StaticCatalog;
 use platform::store::DynamoStore;
+use platform::triggers::{RoundReport, Triggers, UrlListSource};
+use serde_json::Value;
 use tracing_subscriber::EnvFilter;
 
+#[derive(Parser)]
+#[command(
+    name = "jobs",
+    about = "Companion platform jobs: polls triggers and delivers webhooks. Runs as a Lambda \
+             function by default.",
+    after_help = "Environment: TABLE_NAME (required), DDB_ENDPOINT (DynamoDB Local), \
+                  CREDENTIALS_KMS_KEY_ARN, PLATFORM_OUTBOUND_ALLOW, the usual AWS_* variables, \
+                  RUST_LOG."
+)]
+struct Cli {
+    /// Run one round, print its report as JSON and exit (non-zero if the round failed).
+    #[arg(long, conflicts_with = "local_loop")]
+    once: bool,
+    /// Run a round every --interval-s seconds until interrupted.
+    #[arg(long)]
+    local_loop: bool,
+    /// Seconds between rounds of --local-loop.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    interval_s: u64,
+}
+
+/// The source polls read lists from.
+///
+/// MERGE NOTE (lead): replace with H1's tool executor (a `ListSource` over `exec.rs`). Until then
+/// polls of deployed triggers fail visibly (`last_error: "poll: polling is not available for
+/// <tool>"`) instead of silently doing nothing.
+type Source = UrlListSource;
+
+struct Jobs {
+    triggers: Triggers,
+    source: Source,
+}
+
+async fn build() -> Result<Jobs, String> {
+    let store = DynamoStore::from_env().await.map_err(|e| e.to_string())?;
+    let policy = OutboundPolicy::from_env().map_err(|e| e.to_string())?;
+    let outbound = Arc::new(Outbound::new(policy).map_err(|e| e.to_string())?);
+    let sealer = Arc::new(Sealer::from_env().await.map_err(|e| e.to_string())?);
+    let triggers = Triggers::new(
+        store,
+        // Rounds need no catalog: a trigger stores the tool its event calls.
+        Arc::new(StaticCatalog::empty()),
+        Arc::new(SystemClock),
+        outbound.clone(),
+        sealer,
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(Jobs {
+        triggers,
+        source: UrlListSource::new(outbound, HashMap::new()),
+    })
+}
+
+async fn round(jobs: &Jobs) -> Result<RoundReport, String> {
+    let report = jobs
+        .triggers
+        .run_round(&jobs.source, SystemClock.now_ms())
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!(
+        polled = report.poll.polled,
+        poll_failures = report.poll.failed,
+        new_items = report.poll.new_items,
+        attempted = report.delivery.attempted,
+        delivered = report.delivery.delivered,
+        retrying = report.delivery.retrying,
+        failed = report.delivery.failed,
+        cancelled = report.delivery.cancelled,
+        "jobs round"
+    );
+    Ok(report)
+}
+
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .json()
-        .without_time()
+        .with_writer(std::io::stderr)
         .with_env_filter(
             EnvFilter::try_from_env(LOG_VAR).unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .init();
-    // Reads TABLE_NAME now so a deployment without it fails at once, not when triggers arrive.
-    let _store = DynamoStore::from_env().await?;
-    tracing::info!("jobs: no triggers to poll yet");
-    Ok(())
+    let cli = Cli::parse();
+    let jobs = match build().await {
+        Ok(j) => Arc::new(j),
+        Err(e) => {
+            tracing::error!(error = %e, "jobs cannot start");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    if cli.once {
+        return match round(&jobs).await {
+            Ok(report) => {
+                println!("{}", serde_json::to_string(&report).unwrap_or_default());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "jobs round failed");
+                ExitCode::FAILURE
+            }
+        };
+    }
+
+    if cli.local_loop {
+        let mut tick = tokio::time::interval(Duration::from_secs(cli.interval_s));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Err(e) = round(&jobs).await {
+                        // The next tick retries; a store outage must not end the loop.
+                        tracing::error!(error = %e, "jobs round failed");
+                    }
+                }
+                _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
+            }
+        }
+    }
+
+    // EventBridge's scheduled event carries nothing we need; each invocation is one round. A
+    // failed round fails the invocation, so Lambda retries it and finally dead-letters it.
+    let handler = service_fn(move |_event: LambdaEvent<Value>| {
+        let jobs = jobs.clone();
+        async move {
+            round(&jobs)
+                .await
+                .map(|r| serde_json::to_value(r).unwrap_or_default())
+                .map_err(lambda_runtime::Error::from)
+        }
+    });
+    match lambda_runtime::run(handler).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "Lambda runtime stopped");
+            ExitCode::FAILURE
+        }
+    }
 }
