@@ -13,10 +13,13 @@ use platform::accounts::{self, AccountError, IssuedKey};
 use platform::catalog_api::Catalog;
 use platform::clock::{Clock, SystemClock, rfc3339};
 use platform::env::{CATALOG_VAR, LOG_VAR};
+use platform::outbound::{Outbound, OutboundPolicy};
 use platform::ratelimit::RateLimitPolicy;
 use platform::router::{App, ClientAddr};
+use platform::sealed::Sealer;
 use platform::static_catalog::StaticCatalog;
 use platform::store::{DynamoStore, Store, TABLE_VAR};
+use platform::triggers::Triggers;
 use serde_json::json;
 
 #[derive(Parser)]
@@ -110,13 +113,30 @@ fn load_catalog() -> Result<Arc<dyn Catalog>, String> {
 
 async fn build_app() -> Result<Arc<App<DynamoStore>>, String> {
     let store = DynamoStore::from_env().await.map_err(|e| e.to_string())?;
+    let catalog = load_catalog()?;
+    // MERGE NOTE (lead): H1 builds the same Outbound and Sealer for the App; share those here.
+    let outbound = Arc::new(
+        Outbound::new(OutboundPolicy::from_env().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?,
+    );
+    let sealer = Arc::new(Sealer::from_env().await.map_err(|e| e.to_string())?);
+    let triggers = Triggers::new(
+        store.clone(),
+        catalog.clone(),
+        Arc::new(SystemClock),
+        outbound,
+        sealer,
+        None,
+    )
+    .map_err(|e| e.to_string())?;
     let app = App::new(
         store,
-        load_catalog()?,
+        catalog,
         Arc::new(SystemClock),
         RateLimitPolicy::default(),
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| e.to_string())?
+    .with_triggers(Arc::new(triggers));
     Ok(Arc::new(app))
 }
 
