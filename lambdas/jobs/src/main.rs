@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use lambda_http::lambda_runtime::{self, LambdaEvent, service_fn};
@@ -76,10 +76,17 @@ async fn build() -> Result<Jobs, String> {
     })
 }
 
-async fn round(jobs: &Jobs) -> Result<RoundReport, String> {
+/// The longest a single poll or delivery may take (the outbound client's timeout): a round
+/// starts no new one later than this before its deadline.
+const LAST_START_MARGIN: Duration = Duration::from_secs(32);
+
+/// Budget of a round outside Lambda.
+const LOCAL_ROUND: Duration = Duration::from_secs(60);
+
+async fn round(jobs: &Jobs, until: Instant) -> Result<RoundReport, String> {
     let report = jobs
         .triggers
-        .run_round(&jobs.source, SystemClock.now_ms())
+        .run_round(&jobs.source, SystemClock.now_ms(), until)
         .await
         .map_err(|e| e.to_string())?;
     tracing::info!(
@@ -115,7 +122,7 @@ async fn main() -> ExitCode {
     };
 
     if cli.once {
-        return match round(&jobs).await {
+        return match round(&jobs, Instant::now() + LOCAL_ROUND).await {
             Ok(report) => {
                 println!("{}", serde_json::to_string(&report).unwrap_or_default());
                 ExitCode::SUCCESS
@@ -132,7 +139,7 @@ async fn main() -> ExitCode {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    if let Err(e) = round(&jobs).await {
+                    if let Err(e) = round(&jobs, Instant::now() + LOCAL_ROUND).await {
                         // The next tick retries; a store outage must not end the loop.
                         tracing::error!(error = %e, "jobs round failed");
                     }
@@ -144,10 +151,17 @@ async fn main() -> ExitCode {
 
     // EventBridge's scheduled event carries nothing we need; each invocation is one round. A
     // failed round fails the invocation, so Lambda retries it and finally dead-letters it.
-    let handler = service_fn(move |_event: LambdaEvent<Value>| {
+    let handler = service_fn(move |event: LambdaEvent<Value>| {
         let jobs = jobs.clone();
+        // The invocation's deadline (epoch ms) less room for the last request to finish.
+        let left_ms = event
+            .context
+            .deadline
+            .saturating_sub(u64::try_from(SystemClock.now_ms()).unwrap_or(0));
+        let until =
+            Instant::now() + Duration::from_millis(left_ms).saturating_sub(LAST_START_MARGIN);
         async move {
-            round(&jobs)
+            round(&jobs, until)
                 .await
                 .map(|r| serde_json::to_value(r).unwrap_or_default())
                 .map_err(lambda_runtime::Error::from)

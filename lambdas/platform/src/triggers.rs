@@ -14,6 +14,7 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use aws_sdk_dynamodb::types::ReturnValue;
 use base64::Engine;
@@ -1184,15 +1185,20 @@ impl Triggers {
 
     // -- Jobs: polling ----------------------------------------------------------------------
 
-    /// Polls up to `limit` triggers due at `now_ms` with `source`.
+    /// Polls up to `limit` triggers due at `now_ms` with `source`, starting none after `until`
+    /// (a claimed trigger left over is polled by a later round once its lease ends).
     pub async fn poll_due(
         &self,
         source: &impl ListSource,
         now_ms: i64,
         limit: usize,
+        until: Instant,
     ) -> Result<PollReport, TriggerError> {
         let mut report = PollReport::default();
         for t in self.claim_due_triggers(now_ms, limit).await? {
+            if Instant::now() >= until {
+                break;
+            }
             report.polled += 1;
             match self.poll_one(source, &t, now_ms).await? {
                 Some(fired) => report.new_items += fired,
@@ -1437,9 +1443,13 @@ impl Triggers {
         &self,
         now_ms: i64,
         limit: usize,
+        until: Instant,
     ) -> Result<DeliveryReport, TriggerError> {
         let mut report = DeliveryReport::default();
         for msg in webhooks::claim_due(&self.store, now_ms, limit).await? {
+            if Instant::now() >= until {
+                break;
+            }
             report.attempted += 1;
             let outcome = self.deliver_one(&msg, now_ms).await?;
             match outcome {
@@ -1655,17 +1665,23 @@ impl Triggers {
     }
 
     /// One jobs round: poll due triggers, then attempt due deliveries (including what the polls
-    /// just enqueued). Repeats each step while it finds a full batch.
+    /// just enqueued). Repeats each step while it finds a full batch, and starts no poll or
+    /// delivery after `until` (the caller leaves room for one request's timeout after it).
     pub async fn run_round(
         &self,
         source: &impl ListSource,
         now_ms: i64,
+        until: Instant,
     ) -> Result<RoundReport, TriggerError> {
-        const BATCH: usize = 50;
-        const MAX_BATCHES: usize = 20;
+        // Small batches: claims not reached before `until` wait out their lease.
+        const BATCH: usize = 10;
+        const MAX_BATCHES: usize = 100;
         let mut r = RoundReport::default();
         for _ in 0..MAX_BATCHES {
-            let p = self.poll_due(source, now_ms, BATCH).await?;
+            if Instant::now() >= until {
+                break;
+            }
+            let p = self.poll_due(source, now_ms, BATCH, until).await?;
             let full = p.polled >= BATCH;
             r.poll.polled += p.polled;
             r.poll.failed += p.failed;
@@ -1675,7 +1691,10 @@ impl Triggers {
             }
         }
         for _ in 0..MAX_BATCHES {
-            let d = self.deliver_due(now_ms, BATCH).await?;
+            if Instant::now() >= until {
+                break;
+            }
+            let d = self.deliver_due(now_ms, BATCH, until).await?;
             let full = d.attempted >= BATCH;
             r.delivery.attempted += d.attempted;
             r.delivery.delivered += d.delivered;

@@ -249,7 +249,11 @@ impl Platform {
 
     async fn round(&self) -> RoundReport {
         self.triggers
-            .run_round(&self.source, self.clock.now_ms())
+            .run_round(
+                &self.source,
+                self.clock.now_ms(),
+                std::time::Instant::now() + std::time::Duration::from_secs(60),
+            )
             .await
             .unwrap()
     }
