@@ -34,6 +34,9 @@ locals {
     "ANY /mcp/k/{key}",
     "ANY /connect/{proxy+}",
     "GET /oauth/callback",
+    # Trigger webhook ingress: the token in the path is the credential (the access log records
+    # only the route template).
+    "POST /hooks/{trigger}/{token}",
   ])
 }
 

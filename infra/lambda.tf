@@ -9,13 +9,23 @@ locals {
     CREDENTIALS_KMS_KEY_ARN = aws_kms_key.credentials.arn
   }
   # Set only when given: an empty CATALOG_PATH would be read as a path and fail the start-up.
+  # PUBLIC_BASE_URL (connect links, webhook ingress) is the custom domain unless given; without
+  # a domain it must be given, since the API's own endpoint would make a dependency cycle.
   api_optional_environment = {
-    CATALOG_PATH = var.catalog_path
+    CATALOG_PATH    = var.catalog_path
+    PUBLIC_BASE_URL = var.public_base_url != null ? var.public_base_url : (local.custom_domain_set ? "https://${var.domain_name}" : null)
+    OAUTH_APPS      = var.oauth_apps_path
   }
   jobs_environment = {
     TABLE_NAME              = aws_dynamodb_table.platform.name
     RUST_LOG                = var.log_level
     CREDENTIALS_KMS_KEY_ARN = aws_kms_key.credentials.arn
+  }
+  # Polls run tools through the executor: the same catalog and connection settings as api.
+  jobs_optional_environment = {
+    CATALOG_PATH    = var.catalog_path
+    PUBLIC_BASE_URL = var.public_base_url != null ? var.public_base_url : (local.custom_domain_set ? "https://${var.domain_name}" : null)
+    OAUTH_APPS      = var.oauth_apps_path
   }
 }
 
@@ -72,7 +82,10 @@ resource "aws_lambda_function" "jobs" {
   reserved_concurrent_executions = var.jobs_reserved_concurrency
 
   environment {
-    variables = local.jobs_environment
+    variables = merge(
+      local.jobs_environment,
+      { for k, v in local.jobs_optional_environment : k => v if v != null },
+    )
   }
 
   dead_letter_config {

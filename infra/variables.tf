@@ -116,3 +116,15 @@ variable "certificate_arn" {
   type        = string
   default     = ""
 }
+
+variable "public_base_url" {
+  description = "PUBLIC_BASE_URL of both functions: the platform's public origin, where connect links and webhook ingress URLs point (e.g. https://platform.example.com). Null: https://<domain_name> when a custom domain is set, else unset (connections, runs and triggers then answer 503)."
+  type        = string
+  default     = null
+}
+
+variable "oauth_apps_path" {
+  description = "OAUTH_APPS of both functions: the OAuth client file inside the package (see lambdas/README.md, Connecting apps). Null: no OAuth app can be connected; API-key and basic-auth apps still can."
+  type        = string
+  default     = null
+}

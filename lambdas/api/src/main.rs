@@ -12,11 +12,12 @@ use lambda_http::{Body, RequestExt, service_fn};
 use platform::accounts::{self, AccountError, IssuedKey};
 use platform::catalog_api::Catalog;
 use platform::clock::{Clock, SystemClock, rfc3339};
-use platform::env::{CATALOG_VAR, LOG_VAR};
+use platform::connections::{Integrations, PUBLIC_BASE_URL_VAR};
+use platform::env::LOG_VAR;
 use platform::ratelimit::RateLimitPolicy;
 use platform::router::{App, ClientAddr};
-use platform::static_catalog::StaticCatalog;
 use platform::store::{DynamoStore, Store, TABLE_VAR};
+use platform::triggers::Triggers;
 use serde_json::json;
 
 #[derive(Parser)]
@@ -86,52 +87,44 @@ fn init_logs() {
 }
 
 fn load_catalog() -> Result<Arc<dyn Catalog>, String> {
-    match std::env::var_os(CATALOG_VAR) {
-        // The built artifact (zstd, from `lambdas/catalog`) is the product catalog; a JSON file
-        // is the small development/test catalog.
-        Some(path)
-            if std::path::Path::new(&path)
-                .extension()
-                .is_some_and(|e| e == "zst") =>
-        {
-            platform::catalog::Catalog::load(path.as_ref())
-                .map(|c| Arc::new(c) as Arc<dyn Catalog>)
-                .map_err(|e| format!("{CATALOG_VAR}: {e}"))
-        }
-        Some(path) => StaticCatalog::from_path(path.as_ref())
-            .map(|c| Arc::new(c) as Arc<dyn Catalog>)
-            .map_err(|e| format!("{CATALOG_VAR}: {e}")),
-        None => {
-            tracing::warn!("{CATALOG_VAR} is not set: the catalog is empty");
-            Ok(Arc::new(StaticCatalog::empty()))
-        }
-    }
+    platform::catalog_api::load_from_env()
 }
 
 async fn build_app() -> Result<Arc<App<DynamoStore>>, String> {
     let store = DynamoStore::from_env().await.map_err(|e| e.to_string())?;
-    let outbound = platform::outbound::Outbound::from_env().map_err(|e| e.to_string())?;
-    // Without a key, custom connectors still work, but not ones with headers (503 on create).
-    let sealer = match platform::sealed::Sealer::from_env().await {
-        Ok(s) => Some(Arc::new(s)),
-        Err(e) => {
-            tracing::warn!(error = %e, "no sealing key: connector headers cannot be stored");
-            None
-        }
-    };
-    let app = App::new(
-        store,
-        load_catalog()?,
-        Arc::new(SystemClock),
+    let catalog = load_catalog()?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let mut app = App::new(
+        store.clone(),
+        catalog.clone(),
+        clock.clone(),
         RateLimitPolicy::default(),
     )
-    .and_then(|app| {
-        app.with_custom_connectors(platform::custom::Runtime {
-            outbound: Arc::new(outbound),
-            sealer,
-        })
-    })
     .map_err(|e| e.to_string())?;
+    // Connections, runs, custom connectors and triggers need the credentials key and the public
+    // URL. Without them the catalog, search and runs history still serve, and those endpoints
+    // answer 503 with the reason, rather than the whole function failing to start.
+    match Integrations::from_env(store.clone(), catalog.clone(), clock.clone()).await {
+        Ok(integrations) => {
+            let integrations = Arc::new(integrations);
+            let triggers = Triggers::new(
+                store,
+                catalog,
+                clock,
+                integrations.outbound.clone(),
+                integrations.sealer.clone(),
+                std::env::var(PUBLIC_BASE_URL_VAR).ok(),
+            )
+            .map_err(|e| e.to_string())?;
+            app = app
+                .with_integrations(integrations)
+                .map_err(|e| e.to_string())?
+                .with_triggers(Arc::new(triggers));
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "integrations are off: connections, tool runs, custom connectors and triggers answer 503");
+        }
+    }
     Ok(Arc::new(app))
 }
 

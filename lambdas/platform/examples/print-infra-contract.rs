@@ -24,7 +24,7 @@ fn main() {
         "table_name_var": env::TABLE_VAR,
         "functions": {
             "api": { "env": env::API_ENV, "optional_env": env::API_OPTIONAL_ENV },
-            "jobs": { "env": env::JOBS_ENV, "optional_env": [] },
+            "jobs": { "env": env::JOBS_ENV, "optional_env": env::JOBS_OPTIONAL_ENV },
         },
         "local_only_env": env::LOCAL_ONLY_ENV,
     });

@@ -6,7 +6,7 @@
 use crate::catalog;
 use crate::catalog_api::{
     AppAuth, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Operation, Page,
-    ToolDef, page_apps,
+    ToolDef, ToolOutline, page_apps,
 };
 
 fn summary(c: &catalog::Catalog, app: &catalog::App) -> AppSummary {
@@ -104,6 +104,22 @@ impl Catalog for catalog::Catalog {
                 })
                 .collect(),
             hint: found.hint,
+        }
+    }
+
+    fn tool_outlines(&self, app: &str) -> Vec<ToolOutline> {
+        match catalog::Catalog::app(self, app) {
+            Some(a) => self
+                .tools_of(a)
+                .iter()
+                .map(|t| ToolOutline {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    method: Some(t.method.as_str()),
+                    path: Some(t.path.clone()),
+                })
+                .collect(),
+            None => Vec::new(),
         }
     }
 }

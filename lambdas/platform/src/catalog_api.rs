@@ -119,6 +119,23 @@ pub trait Catalog: Send + Sync {
     fn app_auth(&self, _app: &str) -> Option<AppAuth> {
         None
     }
+
+    /// Every tool of an app with its HTTP method and path where the catalog knows them (triggers
+    /// derive their poll events from these). Empty for an unknown app.
+    fn tool_outlines(&self, _app: &str) -> Vec<ToolOutline> {
+        Vec::new()
+    }
+}
+
+/// A tool as the trigger deriver sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutline {
+    pub name: String,
+    pub description: String,
+    /// `GET`, `POST`, …; `None` when the catalog does not say.
+    pub method: Option<&'static str>,
+    /// Path template, e.g. `/v1/customers/{id}`; `None` when the catalog does not say.
+    pub path: Option<String>,
 }
 
 pub(crate) fn words(s: &str) -> Vec<String> {
@@ -178,4 +195,27 @@ pub(crate) fn page_apps<'a, A: 'a>(
         items: matching[start..end].iter().map(|a| summary(a)).collect(),
         next_cursor: (end < matching.len()).then(|| encode_cursor(end)),
     })
+}
+
+/// The catalog named by [`crate::env::CATALOG_VAR`]: the built artifact (`*.zst`, from
+/// `lambdas/catalog`) is the product catalog, a JSON file the small development/test catalog;
+/// unset, the catalog is empty (with a warning).
+pub fn load_from_env() -> Result<std::sync::Arc<dyn Catalog>, String> {
+    use crate::env::CATALOG_VAR;
+    let Some(path) = std::env::var_os(CATALOG_VAR) else {
+        tracing::warn!("{CATALOG_VAR} is not set: the catalog is empty");
+        return Ok(std::sync::Arc::new(
+            crate::static_catalog::StaticCatalog::empty(),
+        ));
+    };
+    let path = std::path::Path::new(&path);
+    if path.extension().is_some_and(|e| e == "zst") {
+        crate::catalog::Catalog::load(path)
+            .map(|c| std::sync::Arc::new(c) as std::sync::Arc<dyn Catalog>)
+            .map_err(|e| format!("{CATALOG_VAR}: {e}"))
+    } else {
+        crate::static_catalog::StaticCatalog::from_path(path)
+            .map(|c| std::sync::Arc::new(c) as std::sync::Arc<dyn Catalog>)
+            .map_err(|e| format!("{CATALOG_VAR}: {e}"))
+    }
 }

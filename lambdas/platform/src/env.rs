@@ -4,6 +4,8 @@
 //! Read a variable through a constant from here, and add it to the function's list, so a rename
 //! on either side fails that test instead of a deployment.
 
+pub use crate::connections::{BASE_URL_OVERRIDES_VAR, PUBLIC_BASE_URL_VAR};
+pub use crate::oauth::OAUTH_APPS_VAR;
 pub use crate::outbound::ALLOW_VAR as OUTBOUND_ALLOW_VAR;
 pub use crate::sealed::LOCAL_KEY_VAR as CREDENTIALS_LOCAL_KEY_VAR;
 pub use crate::store::{ENDPOINT_VAR, TABLE_VAR};
@@ -20,13 +22,32 @@ pub const CATALOG_VAR: &str = "CATALOG_PATH";
 pub const CREDENTIALS_KEY_VAR: &str = "CREDENTIALS_KMS_KEY_ARN";
 
 /// What the `api` function reads in AWS (the Lambda runtime supplies `AWS_*` itself).
-pub const API_ENV: &[&str] = &[TABLE_VAR, LOG_VAR, CATALOG_VAR, CREDENTIALS_KEY_VAR];
+/// `PUBLIC_BASE_URL` is where connect links and webhook ingress URLs point; `OAUTH_APPS` names
+/// the OAuth client file inside the package. Without them, connections, runs, custom
+/// connectors and triggers answer 503 and the rest of the API serves.
+pub const API_ENV: &[&str] = &[
+    TABLE_VAR,
+    LOG_VAR,
+    CATALOG_VAR,
+    CREDENTIALS_KEY_VAR,
+    PUBLIC_BASE_URL_VAR,
+    OAUTH_APPS_VAR,
+];
 
 /// Of [`API_ENV`], the variables that may be left unset (Terraform sets them only when given).
-pub const API_OPTIONAL_ENV: &[&str] = &[CATALOG_VAR];
+pub const API_OPTIONAL_ENV: &[&str] = &[CATALOG_VAR, PUBLIC_BASE_URL_VAR, OAUTH_APPS_VAR];
 
-/// What the `jobs` function reads in AWS.
-pub const JOBS_ENV: &[&str] = &[TABLE_VAR, LOG_VAR, CREDENTIALS_KEY_VAR];
+/// What the `jobs` function reads in AWS: polls run tools through the executor, so it needs the
+/// catalog and the connection settings too.
+pub const JOBS_ENV: &[&str] = API_ENV;
+
+/// Of [`JOBS_ENV`], the variables that may be left unset.
+pub const JOBS_OPTIONAL_ENV: &[&str] = API_OPTIONAL_ENV;
 
 /// Read only outside AWS (development and tests); never set on a deployed function.
-pub const LOCAL_ONLY_ENV: &[&str] = &[ENDPOINT_VAR, OUTBOUND_ALLOW_VAR, CREDENTIALS_LOCAL_KEY_VAR];
+pub const LOCAL_ONLY_ENV: &[&str] = &[
+    ENDPOINT_VAR,
+    OUTBOUND_ALLOW_VAR,
+    CREDENTIALS_LOCAL_KEY_VAR,
+    BASE_URL_OVERRIDES_VAR,
+];

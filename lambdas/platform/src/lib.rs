@@ -31,3 +31,5 @@ pub mod search;
 pub mod static_catalog;
 pub mod store;
 pub mod table;
+pub mod triggers;
+pub mod webhooks;

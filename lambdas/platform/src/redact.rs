@@ -19,6 +19,10 @@ pub fn redact_path(path: &str) -> Cow<'_, str> {
     let is_url_key = segments.len() >= 3
         && segments[0].eq_ignore_ascii_case("mcp")
         && segments[1].eq_ignore_ascii_case("k");
+    // `/hooks/<trigger id>/<token>`: the token is the ingress credential.
+    if segments.len() >= 3 && segments[0].eq_ignore_ascii_case("hooks") {
+        return Cow::Owned(format!("/hooks/{}/{REDACTED}", segments[1]));
+    }
     if !is_url_key {
         return Cow::Borrowed(path);
     }
@@ -34,6 +38,15 @@ pub fn redact_path(path: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hook_tokens_are_redacted() {
+        assert_eq!(
+            redact_path("/hooks/trg_0123/SeCrEtToKeN"),
+            "/hooks/trg_0123/[redacted]"
+        );
+        assert_eq!(redact_path("/hooks/trg_0123"), "/hooks/trg_0123");
+    }
 
     const KEY: &str = "cpk_0123456789abcdefghijABCDEFGHIJ_-xyzXYZ0123";
 

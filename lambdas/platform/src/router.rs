@@ -27,6 +27,7 @@ use crate::ratelimit::RateLimitPolicy;
 use crate::redact::redact_path;
 use crate::runs::LATEST;
 use crate::store::{Principal, Store, StoreError};
+use crate::triggers::{self, Triggers};
 
 /// Largest accepted request body. Tool searches are a sentence; nothing needs more.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -59,6 +60,8 @@ enum Route {
     GetCustomConnector,
     DeleteCustomConnector,
     RefreshCustomConnector,
+    /// `/triggers…` and `/events`: several methods; `triggers.rs` dispatches them.
+    Triggers,
 }
 
 impl Route {
@@ -113,6 +116,8 @@ fn route(rest: &str, m: &Method) -> Option<(Route, Method)> {
         "/tools/find" => (Route::FindTools, Method::POST),
         "/runs" => (Route::Runs, Method::GET),
         "/connections" => (Route::Connections, Method::GET),
+        "/events" => (Route::Triggers, Method::GET),
+        r if r == "/triggers" || r.starts_with("/triggers/") => (Route::Triggers, Method::GET),
         _ => {
             let one = |p: &str| !p.is_empty() && !p.contains('/');
             if let Some(name) = rest.strip_prefix("/tools/") {
@@ -193,6 +198,7 @@ pub struct App<S> {
     integrations: Option<Arc<Integrations>>,
     /// Outbound client and sealer for custom connectors; without them their endpoints answer 503.
     custom: Option<custom::Runtime>,
+    triggers: Option<Arc<Triggers>>,
 }
 
 fn new_request_id() -> String {
@@ -297,6 +303,7 @@ impl<S: Store + Clone> App<S> {
             mcp,
             integrations: None,
             custom: None,
+            triggers: None,
         })
     }
 
@@ -343,6 +350,13 @@ impl<S: Store + Clone> App<S> {
         .map_err(StartError::Mcp)?;
         self.custom = Some(rt);
         Ok(self)
+    }
+
+    /// Serves `/api/v1/triggers…`, `/api/v1/events` and the `/hooks/` ingress with `t`
+    /// (without it they answer 503 `triggers_unavailable`).
+    pub fn with_triggers(mut self, t: Arc<Triggers>) -> Self {
+        self.triggers = Some(t);
+        self
     }
 
     pub fn store(&self) -> &S {
@@ -417,6 +431,9 @@ impl<S: Store + Clone> App<S> {
         let is_mcp = path == "/mcp" || path.starts_with("/mcp/");
         if path.starts_with("/connect/") || path == "/oauth/callback" {
             return self.hosted(req, meta).await;
+        }
+        if let Some(tail) = path.strip_prefix("/hooks/") {
+            return self.hook(req, tail, meta).await;
         }
         let rest = match path.strip_prefix(API_PREFIX) {
             Some(rest) => rest,
@@ -493,7 +510,7 @@ impl<S: Store + Clone> App<S> {
                 format!("No endpoint {API_PREFIX}{rest}."),
             ));
         };
-        if req.method() != method {
+        if req.method() != method && route != Route::Triggers {
             meta.allow = Some(allowed(route).unwrap_or(method.as_str()).to_owned());
             return Err(Problem::new(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -607,9 +624,77 @@ impl<S: Store + Clone> App<S> {
                     body: Bytes::new(),
                 })
             }
+            (Route::Triggers, Some(p)) => self.triggers_api(req, rest, &p, meta).await,
             // Private routes without a principal were answered with 401 above.
             (_, None) => Err(Problem::unauthorized("This endpoint needs an API key.")),
         }
+    }
+
+    fn trigger_service(&self) -> Result<&Triggers, Problem> {
+        self.triggers.as_deref().ok_or_else(|| {
+            Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "triggers_unavailable",
+                "Triggers are not configured on this deployment.",
+            )
+        })
+    }
+
+    fn trigger_reply(answer: triggers::Answer, meta: &mut Meta) -> Result<Reply, Problem> {
+        if let Some(allow) = answer.allow {
+            meta.allow = Some(allow.to_string());
+            return Err(Problem::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                format!("This endpoint accepts {allow} only."),
+            ));
+        }
+        Ok(Reply {
+            status: answer.status,
+            content_type: HeaderValue::from_static("application/json"),
+            extra: HeaderMap::new(),
+            body: answer
+                .body
+                .map_or_else(Bytes::new, |v| Bytes::from(v.to_string())),
+        })
+    }
+
+    async fn triggers_api(
+        &self,
+        req: &Request<Bytes>,
+        rest: &str,
+        p: &Principal,
+        meta: &mut Meta,
+    ) -> Result<Reply, Problem> {
+        let answer = self
+            .trigger_service()?
+            .api(
+                req.method(),
+                rest,
+                req.uri().query(),
+                req.headers(),
+                req.body(),
+                &p.account_id,
+            )
+            .await?;
+        Self::trigger_reply(answer, meta)
+    }
+
+    /// The public webhook ingress `/hooks/{trigger_id}/{token}` (no API key: the token in the
+    /// path is the credential), rate-limited per trigger.
+    async fn hook(
+        &self,
+        req: &Request<Bytes>,
+        tail: &str,
+        meta: &mut Meta,
+    ) -> Result<Reply, Problem> {
+        let svc = self.trigger_service()?;
+        let id = tail.split('/').next().unwrap_or("");
+        self.rate_limit(&format!("hook:{id}"), meta).await?;
+        let answer = svc
+            .ingress(req.method(), tail, req.headers(), req.body())
+            .await?;
+        Self::trigger_reply(answer, meta)
     }
 
     async fn authenticate(&self, req: &Request<Bytes>) -> Result<Auth, Problem> {

@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::catalog::{AuthKind, AuthScheme, Method, OAuthFlow};
 use crate::catalog_api::{
     AppAuth, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Operation, Page,
-    ToolDef, page_apps, words,
+    ToolDef, ToolOutline, page_apps, words,
 };
 
 #[derive(Debug, Deserialize)]
@@ -284,5 +284,18 @@ impl Catalog for StaticCatalog {
             .is_empty()
             .then(|| "No tool matched; describe the task with the app's name and a verb.".into());
         FindResult { hits, hint }
+    }
+
+    fn tool_outlines(&self, app: &str) -> Vec<ToolOutline> {
+        self.tools
+            .values()
+            .filter(|t| t.app == app)
+            .map(|t| ToolOutline {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                method: None,
+                path: None,
+            })
+            .collect()
     }
 }
