@@ -29,7 +29,7 @@ resource "aws_iam_role" "jobs" {
 }
 
 locals {
-  table_actions = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"]
+  table_actions = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"]
   index_actions = ["dynamodb:Query"]
   # Envelope encryption of credentials: GenerateDataKey for new ones, Decrypt to read them,
   # Encrypt for small values sealed directly.

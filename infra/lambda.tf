@@ -7,10 +7,13 @@ locals {
     TABLE_NAME              = aws_dynamodb_table.platform.name
     RUST_LOG                = var.log_level
     CREDENTIALS_KMS_KEY_ARN = aws_kms_key.credentials.arn
+    # Origin of connect links and of the OAuth redirect URI registered with providers.
+    PUBLIC_BASE_URL = local.custom_domain_set ? "https://${var.domain_name}" : aws_apigatewayv2_api.platform.api_endpoint
   }
   # Set only when given: an empty CATALOG_PATH would be read as a path and fail the start-up.
   api_optional_environment = {
     CATALOG_PATH = var.catalog_path
+    OAUTH_APPS   = var.oauth_apps_path
   }
   jobs_environment = {
     TABLE_NAME              = aws_dynamodb_table.platform.name

@@ -81,6 +81,12 @@ variable "catalog_path" {
   default     = null
 }
 
+variable "oauth_apps_path" {
+  description = "OAUTH_APPS of the api function: the OAuth clients file inside the package (format in lambdas/README.md, \"Connecting apps\"). Null leaves OAuth apps unconfigured (their connect links answer 422 oauth_not_configured)."
+  type        = string
+  default     = null
+}
+
 variable "log_retention_days" {
   description = "Retention of the functions' and the API's log groups, in days."
   type        = number

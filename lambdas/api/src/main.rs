@@ -12,6 +12,7 @@ use lambda_http::{Body, RequestExt, service_fn};
 use platform::accounts::{self, AccountError, IssuedKey};
 use platform::catalog_api::Catalog;
 use platform::clock::{Clock, SystemClock, rfc3339};
+use platform::connections::Integrations;
 use platform::env::{CATALOG_VAR, LOG_VAR};
 use platform::ratelimit::RateLimitPolicy;
 use platform::router::{App, ClientAddr};
@@ -24,7 +25,8 @@ use serde_json::json;
     name = "api",
     about = "Companion platform API: runs as a Lambda function by default.",
     after_help = "Environment: TABLE_NAME (required), DDB_ENDPOINT (DynamoDB Local), CATALOG_PATH, \
-                  the usual AWS_* variables, RUST_LOG."
+                  PUBLIC_BASE_URL, OAUTH_APPS, APP_BASE_URL_OVERRIDES, the credentials key and \
+                  outbound allow list (see lambdas/README.md), the usual AWS_* variables, RUST_LOG."
 )]
 struct Cli {
     /// Serve the API with hyper on this loopback address (e.g. 127.0.0.1:8080; port 0 picks one)
@@ -110,13 +112,25 @@ fn load_catalog() -> Result<Arc<dyn Catalog>, String> {
 
 async fn build_app() -> Result<Arc<App<DynamoStore>>, String> {
     let store = DynamoStore::from_env().await.map_err(|e| e.to_string())?;
-    let app = App::new(
-        store,
-        load_catalog()?,
-        Arc::new(SystemClock),
+    let catalog = load_catalog()?;
+    let clock = Arc::new(SystemClock);
+    let mut app = App::new(
+        store.clone(),
+        catalog.clone(),
+        clock.clone(),
         RateLimitPolicy::default(),
     )
     .map_err(|e| e.to_string())?;
+    // Without a credentials key or public URL the catalog still serves; connections and runs
+    // answer 503 `integrations_unavailable` and the reason is logged once here.
+    match Integrations::from_env(store, catalog, clock).await {
+        Ok(i) => {
+            app = app
+                .with_integrations(Arc::new(i))
+                .map_err(|e| e.to_string())?
+        }
+        Err(e) => tracing::error!(error = %e, "connections and tool runs are disabled"),
+    }
     Ok(Arc::new(app))
 }
 

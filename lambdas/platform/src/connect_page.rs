@@ -78,10 +78,7 @@ fn page(status: StatusCode, title: &str, body: &str) -> Page {
 fn redirect(status: StatusCode, to: String) -> Page {
     let html = document(
         "Redirecting",
-        &format!(
-            "<p>Continue to <a href=\"{0}\">{0}</a>.</p>",
-            escape(&to)
-        ),
+        &format!("<p>Continue to <a href=\"{0}\">{0}</a>.</p>", escape(&to)),
     );
     Page {
         status,
@@ -289,7 +286,10 @@ async fn submit(conns: &Connections, id: &str, content_type: Option<&str>, body:
     };
     if [&secret.api_key, &secret.username, &secret.password]
         .iter()
-        .any(|v| v.as_ref().is_some_and(|v| v.len() > MAX_SECRET || v.contains(['\r', '\n'])))
+        .any(|v| {
+            v.as_ref()
+                .is_some_and(|v| v.len() > MAX_SECRET || v.contains(['\r', '\n']))
+        })
     {
         return form_page(
             conns,

@@ -892,9 +892,9 @@ impl Connections {
             .ok_or_else(|| ConnectError::OAuthNotConfigured(app.to_owned()))?;
         let flow = self.catalog.app_auth(app).and_then(|a| {
             a.schemes.into_iter().find_map(|s| match s.kind {
-                AuthKind::OAuth2 { flows } => flows
-                    .into_iter()
-                    .find(|f| f.flow == "authorizationCode"),
+                AuthKind::OAuth2 { flows } => {
+                    flows.into_iter().find(|f| f.flow == "authorizationCode")
+                }
                 _ => None,
             })
         });
@@ -971,7 +971,10 @@ impl Connections {
                 }
             }
         }
-        if let Some((k, _)) = params.iter().find(|(k, v)| !valid_param(k) || !valid_param(v)) {
+        if let Some((k, _)) = params
+            .iter()
+            .find(|(k, v)| !valid_param(k) || !valid_param(v))
+        {
             return Err(ConnectError::Invalid(format!(
                 "params.{k}: names and values are 1 to 100 letters, digits, '-', '.' or '_'"
             )));
@@ -1166,7 +1169,11 @@ impl Connections {
         self.store_new(conn, &secret).await
     }
 
-    async fn store_new(&self, mut conn: Connection, secret: &Secret) -> Result<Connection, PageError> {
+    async fn store_new(
+        &self,
+        mut conn: Connection,
+        secret: &Secret,
+    ) -> Result<Connection, PageError> {
         let plain = serde_json::to_vec(secret).map_err(|_| PageError::Internal)?;
         conn.sealed = Some(
             self.sealer

@@ -4,6 +4,8 @@
 //! Read a variable through a constant from here, and add it to the function's list, so a rename
 //! on either side fails that test instead of a deployment.
 
+pub use crate::connections::{BASE_URL_OVERRIDES_VAR, PUBLIC_BASE_URL_VAR};
+pub use crate::oauth::OAUTH_APPS_VAR;
 pub use crate::store::{ENDPOINT_VAR, TABLE_VAR};
 
 /// The `tracing` filter (`info` when unset), e.g. `info` or `platform=debug,info`.
@@ -19,13 +21,20 @@ pub const CATALOG_VAR: &str = "CATALOG_PATH";
 pub const CREDENTIALS_KEY_VAR: &str = "CREDENTIALS_KMS_KEY_ARN";
 
 /// What the `api` function reads in AWS (the Lambda runtime supplies `AWS_*` itself).
-pub const API_ENV: &[&str] = &[TABLE_VAR, LOG_VAR, CATALOG_VAR, CREDENTIALS_KEY_VAR];
+pub const API_ENV: &[&str] = &[
+    TABLE_VAR,
+    LOG_VAR,
+    CATALOG_VAR,
+    CREDENTIALS_KEY_VAR,
+    PUBLIC_BASE_URL_VAR,
+    OAUTH_APPS_VAR,
+];
 
 /// Of [`API_ENV`], the variables that may be left unset (Terraform sets them only when given).
-pub const API_OPTIONAL_ENV: &[&str] = &[CATALOG_VAR];
+pub const API_OPTIONAL_ENV: &[&str] = &[CATALOG_VAR, OAUTH_APPS_VAR];
 
 /// What the `jobs` function reads in AWS.
 pub const JOBS_ENV: &[&str] = &[TABLE_VAR, LOG_VAR, CREDENTIALS_KEY_VAR];
 
 /// Read only outside AWS (development and tests); never set on a deployed function.
-pub const LOCAL_ONLY_ENV: &[&str] = &[ENDPOINT_VAR];
+pub const LOCAL_ONLY_ENV: &[&str] = &[ENDPOINT_VAR, BASE_URL_OVERRIDES_VAR];

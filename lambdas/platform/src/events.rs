@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use rand::RngCore;
 use serde_json::Value;
 
-use crate::store::{DynamoStore, StoreError, account_pk, get_n, get_s, s, n, unavailable};
+use crate::store::{DynamoStore, StoreError, account_pk, get_n, get_s, n, s, unavailable};
 use crate::table::{PK, SK};
 
 #[derive(Debug, Clone)]

@@ -532,10 +532,7 @@ enum Placement {
 
 fn place(scheme: &AuthScheme, creds: &Credentials, key_as_user: bool) -> Option<Placement> {
     let secret = &creds.secret;
-    let token = secret
-        .access_token
-        .as_deref()
-        .or(secret.api_key.as_deref());
+    let token = secret.access_token.as_deref().or(secret.api_key.as_deref());
     let bearer = |t: &str| Placement::Header("authorization".into(), format!("Bearer {t}"));
     match (&scheme.kind, creds.connection.auth) {
         (AuthKind::ApiKey { location, param }, AuthMethod::ApiKey | AuthMethod::OAuth2) => {
@@ -569,9 +566,10 @@ fn place(scheme: &AuthScheme, creds: &Credentials, key_as_user: bool) -> Option<
         {
             token.map(bearer)
         }
-        (AuthKind::OAuth2 { .. } | AuthKind::OpenIdConnect { .. }, AuthMethod::OAuth2 | AuthMethod::ApiKey) => {
-            token.map(bearer)
-        }
+        (
+            AuthKind::OAuth2 { .. } | AuthKind::OpenIdConnect { .. },
+            AuthMethod::OAuth2 | AuthMethod::ApiKey,
+        ) => token.map(bearer),
         _ => None,
     }
 }
@@ -723,7 +721,11 @@ impl Executor {
                 let errors = violations(&v, req.arguments);
                 if !errors.is_empty() {
                     let run_id = self
-                        .record(&attempt, RunStatus::Failed, Some("invalid_arguments".into()))
+                        .record(
+                            &attempt,
+                            RunStatus::Failed,
+                            Some("invalid_arguments".into()),
+                        )
                         .await;
                     return Err(RunError::InvalidArguments { errors, run_id });
                 }
@@ -748,7 +750,11 @@ impl Executor {
             Ok(b) => b,
             Err(errors) => {
                 let run_id = self
-                    .record(&attempt, RunStatus::Failed, Some("invalid_arguments".into()))
+                    .record(
+                        &attempt,
+                        RunStatus::Failed,
+                        Some("invalid_arguments".into()),
+                    )
                     .await;
                 return Err(RunError::InvalidArguments { errors, run_id });
             }
@@ -809,15 +815,17 @@ impl Executor {
 
     async fn cred_failure(&self, attempt: &Attempt<'_>, e: CredError) -> RunError {
         match e {
-            CredError::ConnectionRequired { app } => match self.prompt(attempt.account_id, &app).await {
-                Ok(prompt) => {
-                    let run_id = self
-                        .record(attempt, RunStatus::ConnectionRequired, None)
-                        .await;
-                    RunError::ConnectionRequired { prompt, run_id }
+            CredError::ConnectionRequired { app } => {
+                match self.prompt(attempt.account_id, &app).await {
+                    Ok(prompt) => {
+                        let run_id = self
+                            .record(attempt, RunStatus::ConnectionRequired, None)
+                            .await;
+                        RunError::ConnectionRequired { prompt, run_id }
+                    }
+                    Err(e) => e,
                 }
-                Err(e) => e,
-            },
+            }
             CredError::NeedsReauth { app, connection_id } => {
                 match self.prompt(attempt.account_id, &app).await {
                     Ok(prompt) => {
@@ -849,13 +857,21 @@ impl Executor {
             },
             CredError::LockTimeout(_) => {
                 let run_id = self
-                    .record(attempt, RunStatus::Failed, Some("refresh_in_progress".into()))
+                    .record(
+                        attempt,
+                        RunStatus::Failed,
+                        Some("refresh_in_progress".into()),
+                    )
                     .await;
                 RunError::RefreshBusy { run_id }
             }
             CredError::Provider(detail) => {
                 let run_id = self
-                    .record(attempt, RunStatus::Failed, Some("token_refresh_failed".into()))
+                    .record(
+                        attempt,
+                        RunStatus::Failed,
+                        Some("token_refresh_failed".into()),
+                    )
                     .await;
                 RunError::TokenEndpoint { detail, run_id }
             }
@@ -1035,12 +1051,21 @@ mod tests {
             "header": {"Idempotency-Key": "k1"},
             "body": {"mode": "payment", "line_items": [{"price": "p1", "quantity": 2}],
                      "metadata": {"plan": "pro"}}});
-        let b = build(&op("/v1/things/{id}"), "https://api.example.com/", &schema, &args).unwrap();
+        let b = build(
+            &op("/v1/things/{id}"),
+            "https://api.example.com/",
+            &schema,
+            &args,
+        )
+        .unwrap();
         assert_eq!(
             b.url.as_str(),
             "https://api.example.com/v1/things/a%20b%2Fc?expand=x&expand=y&limit=3"
         );
-        assert_eq!(b.headers, vec![("Idempotency-Key".to_owned(), "k1".to_owned())]);
+        assert_eq!(
+            b.headers,
+            vec![("Idempotency-Key".to_owned(), "k1".to_owned())]
+        );
         let (media, body) = b.body.unwrap();
         assert_eq!(media, "application/x-www-form-urlencoded");
         assert_eq!(

@@ -251,8 +251,8 @@ impl<S: Store + Clone> Hub<S> {
             Ok(link) => {
                 let mut v = link.to_json();
                 v["connect_url"] = v["url"].clone();
-                v["hint"] = "Show connect_url to the user; once they finish, run the tool again."
-                    .into();
+                v["hint"] =
+                    "Show connect_url to the user; once they finish, run the tool again.".into();
                 CallToolResult::structured(v)
             }
             Err(e) => {
@@ -303,20 +303,18 @@ impl<S: Store + Clone> Hub<S> {
         {
             Ok(out) => CallToolResult::structured(out.to_json()),
             // Not an error: the model shows the link and retries after the user connects.
-            Err(RunError::ConnectionRequired { prompt, .. }) => {
-                CallToolResult::structured(json!({
-                    "status": "connection_required",
-                    "connection_required": true,
-                    "app": prompt.app,
-                    "connect_url": prompt.connect_url,
-                    "expires_at": prompt.expires_at,
-                    "hint": format!(
-                        "{} is not connected. Ask the user to open connect_url (it works once, \
-                         for 30 minutes), then run the tool again.",
-                        prompt.app
-                    ),
-                }))
-            }
+            Err(RunError::ConnectionRequired { prompt, .. }) => CallToolResult::structured(json!({
+                "status": "connection_required",
+                "connection_required": true,
+                "app": prompt.app,
+                "connect_url": prompt.connect_url,
+                "expires_at": prompt.expires_at,
+                "hint": format!(
+                    "{} is not connected. Ask the user to open connect_url (it works once, \
+                     for 30 minutes), then run the tool again.",
+                    prompt.app
+                ),
+            })),
             Err(RunError::NeedsReauth {
                 prompt,
                 connection_id,

@@ -78,7 +78,10 @@ impl std::fmt::Debug for OAuthAppConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthAppConfig")
             .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "[redacted]"))
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[redacted]"),
+            )
             .field("authorize_url", &self.authorize_url)
             .field("token_url", &self.token_url)
             .finish_non_exhaustive()
@@ -137,7 +140,9 @@ impl OAuthApps {
                 && !p.is_empty()
                 && !p.starts_with('/')
             {
-                return Err(bad("identity must be a JSON pointer such as /authed_user/id"));
+                return Err(bad(
+                    "identity must be a JSON pointer such as /authed_user/id",
+                ));
             }
         }
         Ok(Self(map))
@@ -281,9 +286,7 @@ fn int_member(v: &Value, name: &str) -> Option<i64> {
 /// received directly from the token endpoint over TLS (OIDC Core §3.1.3.7 allows this).
 fn jwt_claims(jwt: &str) -> Option<Value> {
     let payload = jwt.split('.').nth(1)?;
-    let raw = URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
+    let raw = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
     serde_json::from_slice(&raw).ok()
 }
 
@@ -344,11 +347,7 @@ async fn token_call(
         .header(http::header::ACCEPT, "application/json");
     match (config.token_auth, &config.client_secret) {
         (TokenAuth::ClientSecretBasic, Some(secret)) => {
-            let pair = format!(
-                "{}:{}",
-                form_encode(&config.client_id),
-                form_encode(secret)
-            );
+            let pair = format!("{}:{}", form_encode(&config.client_id), form_encode(secret));
             req = req.header(
                 http::header::AUTHORIZATION,
                 format!("Basic {}", STANDARD.encode(pair)),
@@ -551,9 +550,10 @@ mod tests {
 
     #[test]
     fn token_responses_give_identity_from_a_pointer_or_the_id_token() {
-        let c: OAuthAppConfig =
-            serde_json::from_value(serde_json::json!({"client_id": "x", "identity": "/authed_user/id"}))
-                .unwrap();
+        let c: OAuthAppConfig = serde_json::from_value(
+            serde_json::json!({"client_id": "x", "identity": "/authed_user/id"}),
+        )
+        .unwrap();
         let t = parse_tokens(
             &c,
             &serde_json::json!({"access_token": "a", "expires_in": "3600", "authed_user": {"id": "U1"}}),
@@ -562,7 +562,8 @@ mod tests {
         assert_eq!(t.identity.as_deref(), Some("U1"));
         assert_eq!(t.expires_in_s, Some(3600));
         let claims = URL_SAFE_NO_PAD.encode(br#"{"sub":"u-1","email":"a@b.example"}"#);
-        let c: OAuthAppConfig = serde_json::from_value(serde_json::json!({"client_id": "x"})).unwrap();
+        let c: OAuthAppConfig =
+            serde_json::from_value(serde_json::json!({"client_id": "x"})).unwrap();
         let t = parse_tokens(
             &c,
             &serde_json::json!({"access_token": "a", "id_token": format!("h.{claims}.s")}),

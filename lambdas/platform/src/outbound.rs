@@ -2,6 +2,8 @@
 //! Refuses private, loopback and link-local destinations unless allowed, at DNS resolution time
 //! and for literal IPs in every redirect hop.
 
+const ALLOW_VAR: &str = "PLATFORM_OUTBOUND_ALLOW";
+
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,7 +52,7 @@ impl Default for OutboundPolicy {
 impl OutboundPolicy {
     pub fn from_env() -> Result<Self, OutboundError> {
         let mut p = Self::default();
-        if let Ok(v) = std::env::var("PLATFORM_OUTBOUND_ALLOW") {
+        if let Ok(v) = std::env::var(ALLOW_VAR) {
             for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 p.allow.push(parse_rule(item));
             }
@@ -124,9 +126,8 @@ impl reqwest::dns::Resolve for GuardedResolver {
         let guard = self.0.clone();
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let host_ok = guard.host_allowed(&host);
             let ok: Vec<SocketAddr> = addrs
                 .into_iter()

@@ -79,15 +79,13 @@ fn route(rest: &str) -> Option<(Route, Method)> {
                     _ if one(name) => (Route::Tool, Method::GET),
                     _ => return None,
                 }
-            } else if let Some(app) = rest
+            } else if rest
                 .strip_prefix("/apps/")
                 .and_then(|a| a.strip_suffix("/connect"))
-                .filter(|a| one(a))
+                .is_some_and(one)
             {
-                let _ = app;
                 (Route::Connect, Method::POST)
-            } else if let Some(id) = rest.strip_prefix("/connections/").filter(|i| one(i)) {
-                let _ = id;
+            } else if rest.strip_prefix("/connections/").is_some_and(one) {
                 (Route::Connection, Method::DELETE)
             } else {
                 return None;
@@ -255,7 +253,10 @@ impl<S: Store + Clone> App<S> {
     }
 
     /// Turns on connections, hosted connect pages and tool runs (REST and MCP).
-    pub fn with_integrations(mut self, integrations: Arc<Integrations>) -> Result<Self, StartError> {
+    pub fn with_integrations(
+        mut self,
+        integrations: Arc<Integrations>,
+    ) -> Result<Self, StartError> {
         self.mcp = mcp::service(
             self.store.clone(),
             self.catalog.clone(),
@@ -849,7 +850,9 @@ impl<S: Store + Clone> App<S> {
             }),
             Err(StoreError::NotFound(_)) => Err(Problem::not_found(
                 "connection_not_found",
-                format!("No connection {id:?} (or it is already revoked); GET /connections lists them."),
+                format!(
+                    "No connection {id:?} (or it is already revoked); GET /connections lists them."
+                ),
             )),
             Err(e) => Err(store_problem(&e)),
         }

@@ -1,6 +1,8 @@
 //! TEMPORARY stand-in for the lead's `sealed` module (plan9.md signature); replaced on merge.
 //! AES-256-GCM with a local key only; the context is the associated data.
 
+const LOCAL_KEY_VAR: &str = "CREDENTIALS_KEY";
+
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine;
@@ -23,7 +25,7 @@ pub struct Sealer {
 
 impl Sealer {
     pub async fn from_env() -> Result<Sealer, SealError> {
-        let raw = std::env::var("CREDENTIALS_KEY").map_err(|_| SealError::NotConfigured)?;
+        let raw = std::env::var(LOCAL_KEY_VAR).map_err(|_| SealError::NotConfigured)?;
         let bytes = STANDARD.decode(raw.trim()).map_err(|_| SealError::BadKey)?;
         let key: [u8; 32] = bytes.try_into().map_err(|_| SealError::BadKey)?;
         Ok(Self::local(key))

@@ -62,14 +62,21 @@ async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
     assert_documented(&link, "post", "/apps/{app}/connect");
     assert_eq!(link.body["auth"], "oauth2");
     let url = link.body["url"].as_str().unwrap().to_owned();
-    assert!(url.starts_with(&format!("{}/connect/cl_", srv.base)), "{url}");
+    assert!(
+        url.starts_with(&format!("{}/connect/cl_", srv.base)),
+        "{url}"
+    );
     let expires_ms = link.body["expires_at"]
         .as_str()
         .unwrap()
         .parse::<jiff::Timestamp>()
         .unwrap()
         .as_millisecond();
-    assert_eq!(expires_ms, srv.clock.now_ms() + 30 * 60 * 1000, "30 minutes");
+    assert_eq!(
+        expires_ms,
+        srv.clock.now_ms() + 30 * 60 * 1000,
+        "30 minutes"
+    );
 
     // The hosted page sends the browser to the provider with state and PKCE S256.
     let open = browse(&url).await;
@@ -95,14 +102,25 @@ async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
     assert!(callback.starts_with(&format!("{}/oauth/callback?", srv.base)));
     let done = browse(&callback).await;
     assert_eq!(done.status, 200, "{}", html(&done));
-    assert!(done.header("content-type").unwrap().starts_with("text/html"));
+    assert!(
+        done.header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
     let page = html(&done);
     assert!(page.contains("Acme Notes is connected"), "{page}");
-    assert!(page.contains("johndoe"), "identity from the ID token: {page}");
+    assert!(
+        page.contains("johndoe"),
+        "identity from the ID token: {page}"
+    );
 
     let stats = peer.stats().await;
     assert_eq!(stats["authorization_code"], 1);
-    assert_eq!(stats["client_auth"], json!(["basic"]), "client_secret_basic by default");
+    assert_eq!(
+        stats["client_auth"],
+        json!(["basic"]),
+        "client_secret_basic by default"
+    );
 
     let list = srv.connections(k).await;
     assert_eq!(list.status, 200, "{}", list.body);
@@ -129,8 +147,14 @@ async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
     assert_documented(&run, "post", "/tools/{name}/run");
     assert_eq!(run.body["connection_id"], conn_id.as_str());
     assert_eq!(run.body["data"]["path"], "/api/me");
-    let auth = run.body["data"]["authorization"].as_str().unwrap().to_owned();
-    let token = auth.strip_prefix("Bearer ").expect("bearer token").to_owned();
+    let auth = run.body["data"]["authorization"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = auth
+        .strip_prefix("Bearer ")
+        .expect("bearer token")
+        .to_owned();
     assert!(token.len() > 100, "a JWT access token");
 
     // Neither the access token nor the refresh token is stored in the clear.
@@ -156,7 +180,13 @@ async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
     assert!(html(&again).contains("already used"));
     let replay = browse(&callback).await;
     assert_eq!(replay.status, 400, "{}", html(&replay));
-    assert_eq!(srv.connections(k).await.body["connections"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        srv.connections(k).await.body["connections"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 
     // Another account sees nothing of it.
     let b = srv.account("other@example.com").await;
@@ -169,7 +199,10 @@ async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
             json!({"arguments": {}, "connection_id": conn_id}),
         )
         .await;
-    assert_eq!((foreign.status, foreign.code()), (404, "connection_not_found"));
+    assert_eq!(
+        (foreign.status, foreign.code()),
+        (404, "connection_not_found")
+    );
 }
 
 #[tokio::test]
@@ -203,7 +236,11 @@ async fn expired_links_bad_state_and_denied_consent_store_nothing() {
     let no_state = browse(&format!("{}/oauth/callback?code=x", srv.base)).await;
     assert_eq!(no_state.status, 400);
     assert_eq!(none().await, json!([]));
-    assert_eq!(peer.stats().await["authorization_code"], 0, "no code was exchanged");
+    assert_eq!(
+        peer.stats().await["authorization_code"],
+        0,
+        "no code was exchanged"
+    );
 
     // A mismatched state: the provider's callback with the state swapped for another attempt's.
     let l1 = srv.link(k, "acme", json!({})).await;
@@ -230,7 +267,11 @@ async fn expired_links_bad_state_and_denied_consent_store_nothing() {
     assert_eq!(denied.status, 403, "{}", html(&denied));
     assert!(html(&denied).contains("access was not granted"));
     let with_redirect = srv
-        .link(k, "acme", json!({"redirect_url": "https://app.example.com/done?x=1"}))
+        .link(
+            k,
+            "acme",
+            json!({"redirect_url": "https://app.example.com/done?x=1"}),
+        )
         .await;
     let back = oauth_dance(with_redirect.body["url"].as_str().unwrap()).await;
     assert_eq!(back.status, 303);
@@ -246,10 +287,15 @@ async fn expired_links_bad_state_and_denied_consent_store_nothing() {
     assert_eq!((unknown.status, unknown.code()), (404, "app_not_found"));
     assert_documented(&unknown, "post", "/apps/{app}/connect");
     let legacy = srv.link(k, "legacy", json!({})).await;
-    assert_eq!((legacy.status, legacy.code()), (422, "oauth_not_configured"));
+    assert_eq!(
+        (legacy.status, legacy.code()),
+        (422, "oauth_not_configured")
+    );
     let open = srv.link(k, "open", json!({})).await;
     assert_eq!((open.status, open.code()), (422, "app_not_connectable"));
-    let bad = srv.link(k, "acme", json!({"redirect_url": "javascript:alert(1)"})).await;
+    let bad = srv
+        .link(k, "acme", json!({"redirect_url": "javascript:alert(1)"}))
+        .await;
     assert_eq!((bad.status, bad.code()), (422, "invalid_request"));
     let junk = srv.link(k, "acme", json!({"colour": "red"})).await;
     assert_eq!((junk.status, junk.code()), (422, "invalid_request"));
@@ -267,7 +313,11 @@ async fn success_redirects_back_and_several_connections_have_one_default() {
     let k = a.key.expose();
 
     let link = srv
-        .link(k, "acme", json!({"label": "home", "redirect_url": "https://app.example.com/cb"}))
+        .link(
+            k,
+            "acme",
+            json!({"label": "home", "redirect_url": "https://app.example.com/cb"}),
+        )
         .await;
     let back = oauth_dance(link.body["url"].as_str().unwrap()).await;
     assert_eq!(back.status, 303);
@@ -288,7 +338,11 @@ async fn success_redirects_back_and_several_connections_have_one_default() {
     let r = srv.run(k, "acme.get_me", json!({"arguments": {}})).await;
     assert_eq!(r.body["connection_id"], first.as_str());
     let r = srv
-        .run(k, "acme.get_me", json!({"arguments": {}, "connection_id": second_id}))
+        .run(
+            k,
+            "acme.get_me",
+            json!({"arguments": {}, "connection_id": second_id}),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["connection_id"], second_id.as_str());
@@ -314,9 +368,16 @@ async fn success_redirects_back_and_several_connections_have_one_default() {
     let r = srv.run(k, "acme.get_me", json!({"arguments": {}})).await;
     assert_eq!(r.body["connection_id"], second_id.as_str());
     let revoked = srv
-        .run(k, "acme.get_me", json!({"arguments": {}, "connection_id": first}))
+        .run(
+            k,
+            "acme.get_me",
+            json!({"arguments": {}, "connection_id": first}),
+        )
         .await;
-    assert_eq!((revoked.status, revoked.code()), (404, "connection_not_found"));
+    assert_eq!(
+        (revoked.status, revoked.code()),
+        (404, "connection_not_found")
+    );
     let again = common::send(
         &srv.base,
         common::Call {
@@ -337,7 +398,10 @@ async fn success_redirects_back_and_several_connections_have_one_default() {
     let cursor = page.body["next_cursor"].as_str().unwrap().to_owned();
     let next = common::send(
         &srv.base,
-        get(&format!("/api/v1/connections?limit=1&cursor={cursor}"), Some(k)),
+        get(
+            &format!("/api/v1/connections?limit=1&cursor={cursor}"),
+            Some(k),
+        ),
     )
     .await;
     assert_eq!(next.body["connections"][0]["id"], second_id.as_str());
@@ -359,7 +423,11 @@ async fn concurrent_runs_near_expiry_refresh_the_token_exactly_once() {
     let c = connected(&srv, &k, "main").await;
     let before = srv.run(&k, "acme.get_me", json!({"arguments": {}})).await;
     let old_auth = before.body["data"]["authorization"].clone();
-    assert_eq!(peer.stats().await["refresh_token"], 0, "a fresh token is not refreshed");
+    assert_eq!(
+        peer.stats().await["refresh_token"],
+        0,
+        "a fresh token is not refreshed"
+    );
 
     // 30 s before expiry (the token lives 3600 s): inside the refresh-ahead window. The token
     // endpoint answers slowly so that all runs overlap the one refresh.
@@ -387,7 +455,10 @@ async fn concurrent_runs_near_expiry_refresh_the_token_exactly_once() {
     }
     let stats = peer.stats().await;
     assert_eq!(stats["refresh_token"], 1, "exactly one refresh: {stats}");
-    assert!(auths.iter().all(|x| *x == auths[0]), "all runs use the new token");
+    assert!(
+        auths.iter().all(|x| *x == auths[0]),
+        "all runs use the new token"
+    );
     assert_ne!(auths[0], old_auth);
 
     // The new token is stored, so later runs do not refresh again.
@@ -422,7 +493,12 @@ async fn transient_token_errors_are_retried_and_a_held_lease_is_a_503_not_a_prov
     srv.clock.advance(3_590_000);
     peer.mode("fail_refresh=3").await;
     let r = srv.run(k, "acme.get_me", json!({"arguments": {}})).await;
-    assert_eq!((r.status, r.code()), (502, "token_refresh_failed"), "{}", r.body);
+    assert_eq!(
+        (r.status, r.code()),
+        (502, "token_refresh_failed"),
+        "{}",
+        r.body
+    );
     assert_documented(&r, "post", "/tools/{name}/run");
     assert_eq!(
         srv.connections(k).await.body["connections"][0]["status"],
@@ -436,7 +512,10 @@ async fn transient_token_errors_are_retried_and_a_held_lease_is_a_503_not_a_prov
         .update_item()
         .table_name(srv.store.table())
         .key(PK, AttributeValue::S(format!("acct#{}", a.account_id)))
-        .key(SK, AttributeValue::S(format!("conn#{}", c["id"].as_str().unwrap())))
+        .key(
+            SK,
+            AttributeValue::S(format!("conn#{}", c["id"].as_str().unwrap())),
+        )
         .update_expression("SET lease_until_ms = :u")
         .expression_attribute_values(":u", AttributeValue::N(until.to_string()))
         .send()
@@ -444,8 +523,17 @@ async fn transient_token_errors_are_retried_and_a_held_lease_is_a_503_not_a_prov
         .unwrap();
     let calls = peer.stats().await["refresh_token"].clone();
     let r = srv.run(k, "acme.get_me", json!({"arguments": {}})).await;
-    assert_eq!((r.status, r.code()), (503, "refresh_in_progress"), "{}", r.body);
-    assert_eq!(peer.stats().await["refresh_token"], calls, "no refresh without the lease");
+    assert_eq!(
+        (r.status, r.code()),
+        (503, "refresh_in_progress"),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        peer.stats().await["refresh_token"],
+        calls,
+        "no refresh without the lease"
+    );
 }
 
 #[tokio::test]

@@ -111,7 +111,11 @@ async fn stripe_tools_run_against_the_stripe_fake_with_the_connected_key() {
 
     // No connection: 409 with a fresh link, over REST and as a normal MCP result.
     let r = srv
-        .run(k, "stripe.list_prices", json!({"arguments": {"query": {"limit": 2}}}))
+        .run(
+            k,
+            "stripe.list_prices",
+            json!({"arguments": {"query": {"limit": 2}}}),
+        )
         .await;
     assert_eq!(code(&r), (409, "connection_required"), "{}", r.body);
     assert_documented(&r, "post", "/tools/{name}/run");
@@ -131,7 +135,10 @@ async fn stripe_tools_run_against_the_stripe_fake_with_the_connected_key() {
     assert_eq!(sc["status"], "connection_required");
     assert_eq!(sc["app"], "stripe");
     assert!(sc["connect_url"].as_str().unwrap().contains("/connect/cl_"));
-    assert!(sc["expires_at"].is_string() && sc["hint"].is_string(), "{sc}");
+    assert!(
+        sc["expires_at"].is_string() && sc["hint"].is_string(),
+        "{sc}"
+    );
     assert!(
         fake_requests(&fake).await.is_empty(),
         "nothing reached Stripe without a key"
@@ -153,7 +160,11 @@ async fn stripe_tools_run_against_the_stripe_fake_with_the_connected_key() {
 
     // Arguments are checked against the schema derived from Stripe's document.
     let bad = srv
-        .run(k, "stripe.list_prices", json!({"arguments": {"query": {"limit": "ten"}}}))
+        .run(
+            k,
+            "stripe.list_prices",
+            json!({"arguments": {"query": {"limit": "ten"}}}),
+        )
         .await;
     assert_eq!(code(&bad), (422, "invalid_arguments"), "{}", bad.body);
     assert_documented(&bad, "post", "/tools/{name}/run");
@@ -165,10 +176,18 @@ async fn stripe_tools_run_against_the_stripe_fake_with_the_connected_key() {
         .collect();
     assert_eq!(pointers, ["/query/limit"]);
     let missing = srv
-        .run(k, "stripe.create_checkout_session", json!({"arguments": {"body": {"mode": "payment"}}}))
+        .run(
+            k,
+            "stripe.create_checkout_session",
+            json!({"arguments": {"body": {"mode": "payment"}}}),
+        )
         .await;
     assert_eq!(code(&missing), (422, "invalid_arguments"));
-    assert!(missing.body.to_string().contains("success_url"), "{}", missing.body);
+    assert!(
+        missing.body.to_string().contains("success_url"),
+        "{}",
+        missing.body
+    );
 
     // A list call: the key goes as a bearer token, the fake accepts it.
     let list = srv
@@ -216,10 +235,7 @@ async fn stripe_tools_run_against_the_stripe_fake_with_the_connected_key() {
     let seen = fake_requests(&fake).await;
     assert_eq!(seen.len(), 3, "{seen:?}");
     assert_eq!(seen[0]["query"], "active=true&limit=2");
-    assert_eq!(
-        seen[1]["content_type"],
-        "application/x-www-form-urlencoded"
-    );
+    assert_eq!(seen[1]["content_type"], "application/x-www-form-urlencoded");
 
     // Stripe's own errors come back as upstream_error with its status and body.
     let missing_session = srv
@@ -229,7 +245,12 @@ async fn stripe_tools_run_against_the_stripe_fake_with_the_connected_key() {
             json!({"arguments": {"path": {"session": "cs_test_nope"}}}),
         )
         .await;
-    assert_eq!(code(&missing_session), (502, "upstream_error"), "{}", missing_session.body);
+    assert_eq!(
+        code(&missing_session),
+        (502, "upstream_error"),
+        "{}",
+        missing_session.body
+    );
     assert_documented(&missing_session, "post", "/tools/{name}/run");
     assert_eq!(missing_session.body["upstream_status"], 404);
     assert_eq!(
@@ -254,7 +275,10 @@ async fn stripe_tools_run_against_the_stripe_fake_with_the_connected_key() {
         ]
     );
     let text = serde_json::to_string(&runs).unwrap();
-    assert!(!text.contains("example.com/paid") && !text.contains("h1-42"), "{text}");
+    assert!(
+        !text.contains("example.com/paid") && !text.contains("h1-42"),
+        "{text}"
+    );
     assert!(!text.contains("sk_test_h1fixture"));
     assert_eq!(
         runs[1]["arguments"],
@@ -286,7 +310,11 @@ async fn header_keys_basic_auth_and_upstream_rate_limits() {
 
     connect_form(&srv, k, "keyed", &[("api_key", "key-123")]).await;
     let r = srv
-        .run(k, "keyed.echo", json!({"arguments": {"query": {"q": "a b&c"}}}))
+        .run(
+            k,
+            "keyed.echo",
+            json!({"arguments": {"query": {"q": "a b&c"}}}),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"]["x_api_key"], "key-123");
@@ -311,14 +339,27 @@ async fn header_keys_basic_auth_and_upstream_rate_limits() {
 
     // A public app needs no connection; a 429 upstream is relayed with its Retry-After.
     let limited = srv
-        .run(k, "open.fetch", json!({"arguments": {"path": {"doc": "ratelimited"}}}))
+        .run(
+            k,
+            "open.fetch",
+            json!({"arguments": {"path": {"doc": "ratelimited"}}}),
+        )
         .await;
-    assert_eq!(code(&limited), (502, "upstream_rate_limited"), "{}", limited.body);
+    assert_eq!(
+        code(&limited),
+        (502, "upstream_rate_limited"),
+        "{}",
+        limited.body
+    );
     assert_eq!(limited.body["retry_after"], 7);
     assert_eq!(limited.header("retry-after"), Some("7"));
     assert_documented(&limited, "post", "/tools/{name}/run");
     let ok = srv
-        .run(k, "open.fetch", json!({"arguments": {"path": {"doc": "plain"}}}))
+        .run(
+            k,
+            "open.fetch",
+            json!({"arguments": {"path": {"doc": "plain"}}}),
+        )
         .await;
     assert_eq!(ok.status, 200, "{}", ok.body);
     assert_eq!(ok.body["connection_id"], Value::Null);
@@ -328,7 +369,11 @@ async fn header_keys_basic_auth_and_upstream_rate_limits() {
     assert_eq!(code(&nope), (404, "tool_not_found"));
     let keyed_conn = listed[0]["id"].as_str().unwrap();
     let wrong = srv
-        .run(k, "basicapp.echo", json!({"arguments": {}, "connection_id": keyed_conn}))
+        .run(
+            k,
+            "basicapp.echo",
+            json!({"arguments": {}, "connection_id": keyed_conn}),
+        )
         .await;
     assert_eq!(code(&wrong), (422, "connection_app_mismatch"));
 }
@@ -364,7 +409,10 @@ async fn private_destinations_are_refused_and_recorded_as_failed_runs() {
         assert_eq!(runs.len(), 1, "{base}");
         assert_eq!(runs[0]["status"], "failed");
         assert!(
-            runs[0]["error"].as_str().unwrap().starts_with("destination_refused"),
+            runs[0]["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("destination_refused"),
             "{base}: {}",
             runs[0]["error"]
         );
@@ -381,9 +429,17 @@ async fn private_destinations_are_refused_and_recorded_as_failed_runs() {
     let a = srv.account("ssrf-redirect@example.com").await;
     let k = a.key.expose();
     let through = srv
-        .run(k, "open.fetch", json!({"arguments": {"path": {"doc": "plain"}}}))
+        .run(
+            k,
+            "open.fetch",
+            json!({"arguments": {"path": {"doc": "plain"}}}),
+        )
         .await;
-    assert_eq!(through.status, 200, "the allowed peer is reachable: {}", through.body);
+    assert_eq!(
+        through.status, 200,
+        "the allowed peer is reachable: {}",
+        through.body
+    );
     for to in [
         "http://169.254.169.254/latest/meta-data/",
         "http://10.1.2.3/",

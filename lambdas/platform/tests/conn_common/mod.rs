@@ -9,7 +9,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-
 use bytes::Bytes;
 use http::Method;
 use platform::clock::{Clock, ManualClock};
@@ -45,9 +44,11 @@ impl Drop for Peer {
 /// Starts `tests/support/oauth_peer.mjs`. Fails (does not skip) without node or the package.
 pub fn spawn_peer() -> Peer {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/oauth_peer.mjs");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/oauth_peer.mjs");
     assert!(
-        root.join("node_modules/oauth2-mock-server/package.json").exists(),
+        root.join("node_modules/oauth2-mock-server/package.json")
+            .exists(),
         "npm package oauth2-mock-server is missing: run `npm ci` at the repository root"
     );
     let mut child = Command::new("node")
@@ -281,7 +282,12 @@ pub async fn oauth_dance(link_url: &str) -> Resp {
     let open = browse(link_url).await;
     assert_eq!(open.status, 302, "link → provider: {}", html(&open));
     let consent = browse(&location(&open)).await;
-    assert_eq!(consent.status, 302, "provider → callback: {}", html(&consent));
+    assert_eq!(
+        consent.status,
+        302,
+        "provider → callback: {}",
+        html(&consent)
+    );
     browse(&location(&consent)).await
 }
 
@@ -304,7 +310,10 @@ where
         if let Some(v) = f().await {
             return v;
         }
-        assert!(Instant::now() < deadline, "condition not met within {secs} s");
+        assert!(
+            Instant::now() < deadline,
+            "condition not met within {secs} s"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
