@@ -29,7 +29,8 @@ resource "aws_iam_role" "jobs" {
 }
 
 locals {
-  # DeleteItem: DELETE /triggers/{id} removes the trigger item.
+  # DeleteItem: DELETE /triggers/{id} removes the trigger item; connect links and OAuth states
+  # are consumed with conditional deletes.
   table_actions = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"]
   index_actions = ["dynamodb:Query"]
   # Envelope encryption of credentials: GenerateDataKey for new ones, Decrypt to read them,

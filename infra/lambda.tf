@@ -3,29 +3,30 @@
 # things, never secrets. DDB_ENDPOINT is for DynamoDB Local only and is never set here.
 
 locals {
+  # Origin of connect links, webhook ingress URLs and the OAuth redirect URI registered with
+  # providers. The API resource does not depend on the functions, so this makes no cycle.
+  public_base_url = local.custom_domain_set ? "https://${var.domain_name}" : aws_apigatewayv2_api.platform.api_endpoint
   api_environment = {
     TABLE_NAME              = aws_dynamodb_table.platform.name
     RUST_LOG                = var.log_level
     CREDENTIALS_KMS_KEY_ARN = aws_kms_key.credentials.arn
+    PUBLIC_BASE_URL         = local.public_base_url
   }
   # Set only when given: an empty CATALOG_PATH would be read as a path and fail the start-up.
-  # PUBLIC_BASE_URL (connect links, webhook ingress) is the custom domain unless given; without
-  # a domain it must be given, since the API's own endpoint would make a dependency cycle.
   api_optional_environment = {
-    CATALOG_PATH    = var.catalog_path
-    PUBLIC_BASE_URL = var.public_base_url != null ? var.public_base_url : (local.custom_domain_set ? "https://${var.domain_name}" : null)
-    OAUTH_APPS      = var.oauth_apps_path
+    CATALOG_PATH = var.catalog_path
+    OAUTH_APPS   = var.oauth_apps_path
   }
   jobs_environment = {
     TABLE_NAME              = aws_dynamodb_table.platform.name
     RUST_LOG                = var.log_level
     CREDENTIALS_KMS_KEY_ARN = aws_kms_key.credentials.arn
+    PUBLIC_BASE_URL         = local.public_base_url
   }
-  # Polls run tools through the executor: the same catalog and connection settings as api.
+  # Polls run tools through the executor: the same catalog and OAuth settings as api.
   jobs_optional_environment = {
-    CATALOG_PATH    = var.catalog_path
-    PUBLIC_BASE_URL = var.public_base_url != null ? var.public_base_url : (local.custom_domain_set ? "https://${var.domain_name}" : null)
-    OAUTH_APPS      = var.oauth_apps_path
+    CATALOG_PATH = var.catalog_path
+    OAUTH_APPS   = var.oauth_apps_path
   }
 }
 

@@ -81,6 +81,12 @@ variable "catalog_path" {
   default     = "/var/task/lambdas/catalog/dist/catalog.bin.zst"
 }
 
+variable "oauth_apps_path" {
+  description = "OAUTH_APPS of the api function: the OAuth clients file inside the package (format in lambdas/README.md, \"Connecting apps\"). Null leaves OAuth apps unconfigured (their connect links answer 422 oauth_not_configured)."
+  type        = string
+  default     = null
+}
+
 variable "log_retention_days" {
   description = "Retention of the functions' and the API's log groups, in days."
   type        = number
@@ -115,16 +121,4 @@ variable "certificate_arn" {
   description = "ACM certificate (same region) covering domain_name; required when domain_name is set."
   type        = string
   default     = ""
-}
-
-variable "public_base_url" {
-  description = "PUBLIC_BASE_URL of both functions: the platform's public origin, where connect links and webhook ingress URLs point (e.g. https://platform.example.com). Null: https://<domain_name> when a custom domain is set, else unset (connections, runs and triggers then answer 503)."
-  type        = string
-  default     = null
-}
-
-variable "oauth_apps_path" {
-  description = "OAUTH_APPS of both functions: the OAuth client file inside the package (see lambdas/README.md, Connecting apps). Null: no OAuth app can be connected; API-key and basic-auth apps still can."
-  type        = string
-  default     = null
 }

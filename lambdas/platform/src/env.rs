@@ -23,8 +23,8 @@ pub const CREDENTIALS_KEY_VAR: &str = "CREDENTIALS_KMS_KEY_ARN";
 
 /// What the `api` function reads in AWS (the Lambda runtime supplies `AWS_*` itself).
 /// `PUBLIC_BASE_URL` is where connect links and webhook ingress URLs point; `OAUTH_APPS` names
-/// the OAuth client file inside the package. Without them, connections, runs, custom
-/// connectors and triggers answer 503 and the rest of the API serves.
+/// the OAuth client file inside the package (optional: without it only API-key and basic-auth
+/// apps connect).
 pub const API_ENV: &[&str] = &[
     TABLE_VAR,
     LOG_VAR,
@@ -35,7 +35,7 @@ pub const API_ENV: &[&str] = &[
 ];
 
 /// Of [`API_ENV`], the variables that may be left unset (Terraform sets them only when given).
-pub const API_OPTIONAL_ENV: &[&str] = &[CATALOG_VAR, PUBLIC_BASE_URL_VAR, OAUTH_APPS_VAR];
+pub const API_OPTIONAL_ENV: &[&str] = &[CATALOG_VAR, OAUTH_APPS_VAR];
 
 /// What the `jobs` function reads in AWS: polls run tools through the executor, so it needs the
 /// catalog and the connection settings too.

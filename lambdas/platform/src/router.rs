@@ -126,15 +126,13 @@ fn route(rest: &str, m: &Method) -> Option<(Route, Method)> {
                     _ if one(name) => (Route::Tool, Method::GET),
                     _ => return None,
                 }
-            } else if let Some(app) = rest
+            } else if rest
                 .strip_prefix("/apps/")
                 .and_then(|a| a.strip_suffix("/connect"))
-                .filter(|a| one(a))
+                .is_some_and(one)
             {
-                let _ = app;
                 (Route::Connect, Method::POST)
-            } else if let Some(id) = rest.strip_prefix("/connections/").filter(|i| one(i)) {
-                let _ = id;
+            } else if rest.strip_prefix("/connections/").is_some_and(one) {
                 (Route::Connection, Method::DELETE)
             } else {
                 return None;

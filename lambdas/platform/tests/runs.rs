@@ -145,6 +145,8 @@ async fn accounts_never_see_each_others_runs_or_connections() {
         .item("pk", AttributeValue::S(format!("acct#{}", a.account_id)))
         .item("sk", AttributeValue::S("conn#slack#con_1".into()))
         .item("app", AttributeValue::S("slack".into()))
+        // Only active connections count as connected (revoked/needs_reauth ones do not).
+        .item("status", AttributeValue::S("active".into()))
         .send()
         .await
         .unwrap();

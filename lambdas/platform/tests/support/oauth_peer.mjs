@@ -15,6 +15,7 @@
 // content_type, body}; /api/ratelimited answers 429 with Retry-After: 7; /api/redirect?to=URL
 // answers 302 to URL.
 import http from "node:http";
+import { randomUUID } from "node:crypto";
 import { OAuth2Issuer, OAuth2Service } from "oauth2-mock-server";
 
 const issuer = new OAuth2Issuer();
@@ -23,6 +24,11 @@ const service = new OAuth2Service(issuer);
 
 const stats = { authorization_code: 0, refresh_token: 0, other: 0, client_auth: [], refresh_tokens: [] };
 const mode = { invalid_grant: false, deny: false, token_delay_ms: 0, fail_refresh: 0 };
+
+// Every token unique, even two issued in the same second for the same user.
+service.on("beforeTokenSigning", (token) => {
+  token.payload.jti = randomUUID();
+});
 
 service.on("beforeAuthorizeRedirect", (redirect) => {
   if (mode.deny) {
