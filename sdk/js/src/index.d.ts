@@ -23,7 +23,7 @@ export interface Problem {
 
 export declare class CompanionError extends Error {
   constructor(status: number, problem?: Problem);
-  /** HTTP status; 0 for a timeout or network failure. */
+  /** HTTP status; 0 for a local failure: timeout, network error, missing key. */
   status: number;
   code: string | null;
   detail: string | null;

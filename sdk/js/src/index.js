@@ -270,7 +270,7 @@ export class Client {
     const headers = { accept: "application/json", "user-agent": this.userAgent };
     if (auth) {
       if (!this.apiKey) {
-        throw new CompanionError(401, { code: "missing_api_key", detail: "No API key: pass apiKey or set COMPANION_API_KEY." });
+        throw new CompanionError(0, { code: "missing_api_key", detail: "No API key: pass apiKey or set COMPANION_API_KEY." });
       }
       headers.authorization = `Bearer ${this.apiKey}`;
     }
