@@ -63,12 +63,13 @@ export class Platform {
     return out.api_key;
   }
 
-  async start() {
+  /** Starts `api --local`; `env` adds variables (e.g. OAUTH_APPS). */
+  async start({ env = {} } = {}) {
     await this.admin("create-table");
     const port = await freePort();
     this.baseUrl = `http://127.0.0.1:${port}`;
     this.child = spawn(this.bin, ["--local", `127.0.0.1:${port}`], {
-      env: { ...this.env, PUBLIC_BASE_URL: this.baseUrl },
+      env: { ...this.env, PUBLIC_BASE_URL: this.baseUrl, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child.stderr.on("data", (d) => {

@@ -1,0 +1,93 @@
+// Third parties on loopback for the integration tests: an OAuth 2.0 provider that approves at
+// once, the app's API (answers every call with what it received), an OpenAPI document for a
+// custom REST connector, and a webhook receiver that keeps raw bodies for signature checks.
+import { createServer } from "node:http";
+import { once } from "node:events";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export class Fakes {
+  constructor() {
+    this.calls = [];
+    this.deliveries = [];
+    this.tokens = 0;
+  }
+
+  async start() {
+    this.server = createServer(async (req, res) => {
+      const chunks = [];
+      for await (const c of req) chunks.push(c);
+      const raw = Buffer.concat(chunks);
+      const url = new URL(req.url, this.url);
+      const json = (status, body) => {
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end(JSON.stringify(body));
+      };
+      if (url.pathname === "/authorize") {
+        const back = new URL(url.searchParams.get("redirect_uri"));
+        back.searchParams.set("code", "code_from_fake");
+        back.searchParams.set("state", url.searchParams.get("state") ?? "");
+        res.writeHead(302, { location: back.toString() });
+        res.end();
+      } else if (url.pathname === "/token") {
+        this.tokens++;
+        json(200, { access_token: `tok_${this.tokens}`, token_type: "bearer", expires_in: 3600, refresh_token: "refresh_fake" });
+      } else if (url.pathname === "/done") {
+        json(200, Object.fromEntries(url.searchParams));
+      } else if (url.pathname === "/hook") {
+        this.deliveries.push({ headers: req.headers, body: raw.toString("utf8") });
+        json(200, { received: true });
+      } else if (url.pathname === "/openapi.json") {
+        json(200, OPENAPI);
+      } else {
+        this.calls.push({ method: req.method, path: url.pathname, query: url.search, headers: req.headers, body: raw.toString("utf8") });
+        json(200, { ok: true, method: req.method, path: url.pathname, items: [{ id: `item_${this.calls.length}`, title: "from the fake" }] });
+      }
+    });
+    this.server.listen(0, "127.0.0.1");
+    await once(this.server, "listening");
+    this.url = `http://127.0.0.1:${this.server.address().port}`;
+    return this;
+  }
+
+  /** OAUTH_APPS for the given catalog apps, all served by this fake. */
+  oauthAppsFile(apps) {
+    const dir = mkdtempSync(join(tmpdir(), "sdk-oauth-"));
+    const path = join(dir, "oauth_apps.json");
+    const conf = {};
+    for (const app of apps) {
+      conf[app] = {
+        client_id: `client_${app}`,
+        client_secret: `secret_${app}`,
+        authorize_url: `${this.url}/authorize`,
+        token_url: `${this.url}/token`,
+        base_url: this.url,
+        pkce: true,
+      };
+    }
+    writeFileSync(path, JSON.stringify(conf));
+    return path;
+  }
+
+  async stop() {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+/** A small REST API for a custom connector: one operation, echo. */
+export const OPENAPI = {
+  openapi: "3.0.3",
+  info: { title: "Echo", version: "1.0.0" },
+  paths: {
+    "/api/echo": {
+      post: {
+        operationId: "echo",
+        summary: "Echo a message back",
+        requestBody: { content: { "application/json": { schema: { type: "object", required: ["message"], properties: { message: { type: "string" } } } } } },
+        responses: { 200: { description: "The message." } },
+      },
+    },
+  },
+};
