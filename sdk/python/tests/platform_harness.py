@@ -75,13 +75,14 @@ class Platform:
         """A new account; returns its API key."""
         return self.admin("create-account", "--email", f"{label}-{secrets.token_hex(6)}@example.com")["api_key"]
 
-    def start(self) -> "Platform":
+    def start(self, env: dict | None = None) -> "Platform":
+        """Starts ``api --local``; ``env`` adds variables (e.g. OAUTH_APPS)."""
         self.admin("create-table")
         port = free_port()
         self.base_url = f"http://127.0.0.1:{port}"
         self.proc = subprocess.Popen(
             [self.bin, "--local", f"127.0.0.1:{port}"],
-            env={**self.env, "PUBLIC_BASE_URL": self.base_url},
+            env={**self.env, "PUBLIC_BASE_URL": self.base_url, **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
