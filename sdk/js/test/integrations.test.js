@@ -195,3 +195,35 @@ test("GUARD(endpoint-exists) self-check: it tells routed endpoints from missing 
   assert.equal(await endpointExists(platform.baseUrl, "POST", "/tools/find"), true);
   assert.equal(await endpointExists(platform.baseUrl, "GET", "/no-such-endpoint"), false);
 });
+
+test("examples/quickstart.mjs finds a tool, connects its app through the printed link and runs it", async (t) => {
+  if (await missing("POST", "/apps/slack/connect")) return t.skip(SKIP);
+  if (await missing("POST", "/tools/slack_send_message/run")) return t.skip(SKIP);
+  const { spawn } = await import("node:child_process");
+  const { once } = await import("node:events");
+  const child = spawn(
+    process.execPath,
+    [new URL("../examples/quickstart.mjs", import.meta.url).pathname, "send a message to a slack channel", '{"channel":"#general","text":"hi"}'],
+    { env: { ...process.env, COMPANION_API_KEY: await platform.account("example"), COMPANION_BASE_URL: platform.baseUrl }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let out = "";
+  let err = "";
+  let opened = false;
+  child.stderr.on("data", (d) => (err += d));
+  child.stdout.on("data", async (d) => {
+    out += d;
+    const m = out.match(/^connect: (\S+)$/m);
+    if (m && !opened) {
+      opened = true;
+      // The user opening the link: the fake provider approves at once.
+      const res = await fetch(m[1], { redirect: "follow" });
+      assert.equal(res.status, 200);
+    }
+  });
+  const [code] = await once(child, "exit");
+  assert.equal(code, 0, `${out}\n${err}`);
+  assert.ok(opened, out);
+  assert.match(out, /^found: slack_send_message /m);
+  assert.match(out, /^connected slack$/m);
+  assert.match(out, /^result: succeeded /m);
+});

@@ -181,5 +181,37 @@ class IntegrationsTest(unittest.TestCase):
             self.assertTrue(e["type"] and e["created_at"])
 
 
+    def test_quickstart_example_connects_finds_and_runs(self) -> None:
+        self.require("POST", "/apps/slack/connect")
+        self.require("POST", "/tools/slack_send_message/run")
+        import os
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        example = Path(__file__).resolve().parents[1] / "examples" / "quickstart.py"
+        env = {**os.environ, "COMPANION_API_KEY": platform.account("example"), "COMPANION_BASE_URL": platform.base_url}
+        proc = subprocess.Popen(
+            [sys.executable, str(example), "send a message to a slack channel", '{"channel": "#general", "text": "hi"}'],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        out: list[str] = []
+        opened = False
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.append(line)
+            if line.startswith("connect: ") and not opened:
+                opened = True
+                # The user opening the link: the fake provider approves at once.
+                with urllib.request.urlopen(line.split(" ", 1)[1].strip(), timeout=30) as resp:
+                    self.assertEqual(resp.status, 200)
+        code = proc.wait(timeout=120)
+        text = "".join(out)
+        self.assertEqual(code, 0, text + (proc.stderr.read() if proc.stderr else ""))
+        self.assertTrue(opened, text)
+        self.assertRegex(text, r"(?m)^found: slack_send_message ")
+        self.assertRegex(text, r"(?m)^connected slack$")
+        self.assertRegex(text, r"(?m)^result: succeeded ")
+
 if __name__ == "__main__":
     unittest.main()
