@@ -3,7 +3,7 @@ objects as sent, so these are for type checkers and editors."""
 
 from __future__ import annotations
 
-from typing import Any, List, Literal, Optional, TypedDict
+from typing import Any, Dict, List, Literal, Optional, TypedDict
 
 ConnectionStatus = Literal["not_connected", "connected"]
 
@@ -83,7 +83,7 @@ class Tool(TypedDict):
     name: str
     app: str
     description: str
-    input_schema: dict
+    input_schema: Dict[str, Any]
     connection_status: ConnectionStatus
 
 
