@@ -280,7 +280,7 @@ export class Client {
 
     for (let attempt = 0; ; attempt++) {
       const res = await this.#send(url, method, headers, payload);
-      const text = await res.text();
+      const text = res.text;
       let data = null;
       if (text) {
         try {
@@ -314,7 +314,10 @@ export class Client {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), this.timeoutMs);
     try {
-      return await this.fetch(url, { method, headers, body, signal: controller.signal });
+      // The body is read under the same timer: a server that sends headers and then stalls
+      // times out too.
+      const res = await this.fetch(url, { method, headers, body, signal: controller.signal });
+      return { status: res.status, ok: res.ok, headers: res.headers, text: await res.text() };
     } catch (e) {
       if (controller.signal.aborted) {
         throw new CompanionError(0, { code: "timeout", detail: `No response within ${this.timeoutMs} ms: ${method} ${url.split("?")[0]}` });

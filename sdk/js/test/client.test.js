@@ -21,6 +21,12 @@ before(async () => {
       return;
     }
     if (next === "hang") return; // never answers
+    if (next === "stall") {
+      // Headers, then nothing.
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write("{");
+      return;
+    }
     res.writeHead(next.status, { "content-type": "application/problem+json", ...(next.headers ?? {}) });
     res.end(JSON.stringify({ status: next.status, code: next.code, detail: "scripted", request_id: "req_0000000000000001" }));
   });
@@ -80,6 +86,13 @@ test("a server that does not answer times out with a CompanionError", async () =
   assert.ok(err instanceof CompanionError);
   assert.equal(err.code, "timeout");
   assert.equal(err.status, 0);
+});
+
+test("a server that sends headers and then stalls times out too", async () => {
+  script = ["stall"];
+  const client = new Client({ apiKey: "cpk_x", baseUrl, timeoutMs: 300 });
+  const err = await client.apps().catch((e) => e);
+  assert.equal(err.code, "timeout");
 });
 
 test("an unreachable platform is a network_error", async () => {

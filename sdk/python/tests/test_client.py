@@ -29,6 +29,15 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, "application/json", {"apps": [{"id": "slack"}], "next_cursor": None})
         elif step == "hang":
             time.sleep(1.5)
+        elif step == "stall":
+            # Headers, then part of the body, then nothing.
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b"{")
+            self.wfile.flush()
+            time.sleep(1.5)
         else:
             status, code, extra = step
             self._send(status, "application/problem+json", {"status": status, "code": code, "detail": "scripted", "request_id": "req_0000000000000001"}, extra)
@@ -106,6 +115,12 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(CompanionError) as ctx:
             Client(api_key="cpk_x", base_url=self.base_url, timeout=0.3).apps()
         self.assertEqual((ctx.exception.status, ctx.exception.code), (0, "timeout"))
+
+    def test_a_server_that_stalls_after_the_headers_times_out(self) -> None:
+        Handler.script = ["stall"]
+        with self.assertRaises(CompanionError) as ctx:
+            Client(api_key="cpk_x", base_url=self.base_url, timeout=0.3).apps()
+        self.assertEqual(ctx.exception.code, "timeout")
 
     def test_an_unreachable_platform_is_a_network_error(self) -> None:
         with self.assertRaises(CompanionError) as ctx:
