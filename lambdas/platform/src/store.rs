@@ -25,21 +25,32 @@ pub const ENDPOINT_VAR: &str = "DDB_ENDPOINT";
 /// Environment variable naming the single table of the platform.
 pub const TABLE_VAR: &str = "TABLE_NAME";
 
-/// Builds a DynamoDB client from the standard AWS environment, honouring [`ENDPOINT_VAR`].
+/// The shared AWS configuration from the standard environment (DynamoDB and KMS clients are
+/// built from it).
 ///
 /// The HTTP client is built explicitly with rustls and ring because the SDK's default TLS stack is
 /// disabled to keep the build small (see notes/toolchain.md).
-pub async fn client_from_env() -> Client {
+pub async fn aws_config_from_env() -> aws_config::SdkConfig {
     let http = aws_smithy_http_client::Builder::new()
         .tls_provider(tls::Provider::Rustls(
             tls::rustls_provider::CryptoMode::Ring,
         ))
         .build_https();
-    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(http);
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(http)
+        .load()
+        .await
+}
+
+/// Builds a DynamoDB client from the standard AWS environment, honouring [`ENDPOINT_VAR`] (which
+/// applies to DynamoDB only, not to the other AWS services the platform calls).
+pub async fn client_from_env() -> Client {
+    let config = aws_config_from_env().await;
+    let mut builder = aws_sdk_dynamodb::config::Builder::from(&config);
     if let Ok(endpoint) = std::env::var(ENDPOINT_VAR) {
-        loader = loader.endpoint_url(endpoint);
+        builder = builder.endpoint_url(endpoint);
     }
-    Client::new(&loader.load().await)
+    Client::from_conf(builder.build())
 }
 
 #[derive(Debug, thiserror::Error)]
