@@ -3,13 +3,13 @@
 //
 //   export COMPANION_API_KEY=cpk_...            # your key
 //   export COMPANION_BASE_URL=https://...       # optional: another platform (e.g. api --local)
-//   node examples/quickstart.mjs "send a message to a slack channel" '{"channel":"#general","text":"Hello"}'
+//   node examples/quickstart.mjs "send a message to a slack channel" '{"body":{"channel":"#general","text":"Hello"}}'
 //
 // In your project, import from "@presence/companion" instead of the relative path.
 import { Client, CompanionError } from "../src/index.js";
 
 const task = process.argv[2] ?? "send a message to a slack channel";
-const args = JSON.parse(process.argv[3] ?? '{"channel":"#general","text":"Hello from the companion SDK"}');
+const args = JSON.parse(process.argv[3] ?? '{"body":{"channel":"#general","text":"Hello from the companion SDK"}}');
 const client = new Client();
 
 // 1. Find a tool for the task.

@@ -3,7 +3,7 @@
 // custom REST connector, and a webhook receiver that keeps raw bodies for signature checks.
 import { createServer } from "node:http";
 import { once } from "node:events";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -67,6 +67,31 @@ export class Fakes {
       };
     }
     writeFileSync(path, JSON.stringify(conf));
+    return path;
+  }
+
+  /**
+   * The fixture catalog made runnable against this fake: each app gets `base_url` and an OAuth 2.0
+   * scheme, each tool an operation (`method`, `path`) and an input schema in the catalog's
+   * path/query/header/body groups.
+   */
+  runnableCatalogFile(fixturePath) {
+    const catalog = JSON.parse(readFileSync(fixturePath, "utf8"));
+    for (const app of catalog.apps) {
+      app.base_url = this.url;
+      app.security_schemes = {
+        oauth: { type: "oauth2", flows: { authorizationCode: { authorizationUrl: `${this.url}/authorize`, tokenUrl: `${this.url}/token`, scopes: { write: "write" } } } },
+      };
+      app.security = [{ oauth: ["write"] }];
+      for (const tool of app.tools) {
+        tool.method = "POST";
+        tool.path = `/api/${tool.name}`;
+        tool.input_schema = { type: "object", required: ["body"], properties: { body: tool.input_schema } };
+      }
+    }
+    const dir = mkdtempSync(join(tmpdir(), "sdk-catalog-"));
+    const path = join(dir, "catalog.json");
+    writeFileSync(path, JSON.stringify(catalog));
     return path;
   }
 

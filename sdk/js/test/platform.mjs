@@ -65,7 +65,10 @@ export class Platform {
 
   /** Starts `api --local`; `env` adds variables (e.g. OAUTH_APPS). */
   async start({ env = {} } = {}) {
-    await this.admin("create-table");
+    if (!this.tableCreated) {
+      await this.admin("create-table");
+      this.tableCreated = true;
+    }
     const port = await freePort();
     this.baseUrl = `http://127.0.0.1:${port}`;
     this.child = spawn(this.bin, ["--local", `127.0.0.1:${port}`], {

@@ -3,7 +3,7 @@
 
     export COMPANION_API_KEY=cpk_...            # your key
     export COMPANION_BASE_URL=https://...       # optional: another platform (e.g. api --local)
-    python examples/quickstart.py "send a message to a slack channel" '{"channel":"#general","text":"Hello"}'
+    python examples/quickstart.py "send a message to a slack channel" '{"body":{"channel":"#general","text":"Hello"}}'
 """
 
 import json
@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from companion import Client, CompanionError  # noqa: E402
 
 task = sys.argv[1] if len(sys.argv) > 1 else "send a message to a slack channel"
-args = json.loads(sys.argv[2] if len(sys.argv) > 2 else '{"channel": "#general", "text": "Hello from the companion SDK"}')
+args = json.loads(sys.argv[2] if len(sys.argv) > 2 else '{"body": {"channel": "#general", "text": "Hello from the companion SDK"}}')
 client = Client()
 
 # 1. Find a tool for the task.

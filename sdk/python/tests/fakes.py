@@ -99,6 +99,25 @@ class Fakes:
         path.write_text(json.dumps(conf))
         return str(path)
 
+    def runnable_catalog_file(self, fixture: Path) -> str:
+        """The fixture catalog made runnable against this fake: each app gets ``base_url`` and an
+        OAuth 2.0 scheme, each tool an operation (``method``, ``path``) and an input schema in the
+        catalog's path/query/header/body groups."""
+        catalog = json.loads(Path(fixture).read_text())
+        for app in catalog["apps"]:
+            app["base_url"] = self.url
+            app["security_schemes"] = {
+                "oauth": {"type": "oauth2", "flows": {"authorizationCode": {"authorizationUrl": f"{self.url}/authorize", "tokenUrl": f"{self.url}/token", "scopes": {"write": "write"}}}}
+            }
+            app["security"] = [{"oauth": ["write"]}]
+            for tool in app["tools"]:
+                tool["method"] = "POST"
+                tool["path"] = f"/api/{tool['name']}"
+                tool["input_schema"] = {"type": "object", "required": ["body"], "properties": {"body": tool.get("input_schema", {"type": "object"})}}
+        path = Path(tempfile.mkdtemp(prefix="sdk-catalog-")) / "catalog.json"
+        path.write_text(json.dumps(catalog))
+        return str(path)
+
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()

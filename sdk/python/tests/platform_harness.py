@@ -64,6 +64,7 @@ class Platform:
         self.proc: subprocess.Popen | None = None
         self.base_url = ""
         self._log: list[bytes] = []
+        self._table_created = False
 
     def admin(self, *args: str) -> dict:
         out = subprocess.run([self.bin, "admin", *args], env=self.env, capture_output=True, timeout=60)
@@ -77,7 +78,9 @@ class Platform:
 
     def start(self, env: dict | None = None) -> "Platform":
         """Starts ``api --local``; ``env`` adds variables (e.g. OAUTH_APPS)."""
-        self.admin("create-table")
+        if not self._table_created:
+            self.admin("create-table")
+            self._table_created = True
         port = free_port()
         self.base_url = f"http://127.0.0.1:{port}"
         self.proc = subprocess.Popen(
@@ -101,13 +104,18 @@ class Platform:
             del self._log[:-200]
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
+        if not self.proc:
+            return
+        if self.proc.poll() is None:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
 
 
 def endpoint_exists(base_url: str, method: str, path: str) -> bool:
