@@ -11,9 +11,9 @@ variable "name" {
 }
 
 variable "lambda_architecture" {
-  description = "CPU architecture of both functions: arm64 (build with `cargo lambda build --release --arm64`) or x86_64 (`--x86-64`). Must match the zips."
+  description = "CPU architecture of both functions: x86_64 (what CI builds: `cargo lambda build --profile lambda --x86-64`) or arm64 (`--arm64`, needs the aarch64 Rust target). Must match the zips."
   type        = string
-  default     = "arm64"
+  default     = "x86_64"
 
   validation {
     condition     = contains(["arm64", "x86_64"], var.lambda_architecture)
@@ -22,7 +22,7 @@ variable "lambda_architecture" {
 }
 
 variable "api_zip_path" {
-  description = "Path of the api function's package, as written by `cargo lambda build --release --arm64 --output-format zip` (relative to infra/)."
+  description = "Path of the api function's package, as written by `cargo lambda build --profile lambda --x86-64 --output-format zip --lambda-dir target/lambda` (relative to infra/)."
   type        = string
   default     = "../target/lambda/api/bootstrap.zip"
 }
@@ -76,9 +76,9 @@ variable "log_level" {
 }
 
 variable "catalog_path" {
-  description = "CATALOG_PATH of the api function: a catalog file inside the package (e.g. `/var/task/catalog.json` when built with `cargo lambda build --include catalog.json`). Null leaves it unset and the catalog empty."
+  description = "CATALOG_PATH of the api function: the catalog artifact inside the package (`--include lambdas/catalog/dist/catalog.bin.zst` keeps that path under /var/task). Null leaves it unset and the catalog empty."
   type        = string
-  default     = null
+  default     = "/var/task/lambdas/catalog/dist/catalog.bin.zst"
 }
 
 variable "log_retention_days" {

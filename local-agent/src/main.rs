@@ -129,7 +129,8 @@ struct RunArgs {
     /// Seconds of stillness after an impact before the fall monitor reports `fallen`.
     #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
     fall_stillness_s: f64,
-    /// Seconds without an accepted breath (someone present and still) before `no_breathing`.
+    /// Seconds without breathing, after a reliably tracked breathing is lost (someone present and
+    /// still), before `no_breathing`.
     #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
     no_breath_s: f64,
     /// Hub port (HTTP API and WebSocket ingest) on all interfaces.

@@ -1,18 +1,19 @@
 //! False alarms over the simulator's ordinary `day`: no fall and no no-breathing alarm.
 //!
-//! The full day is 24 h of 100 Hz frames (8.6 M frames); simulator plus dev-profile pipeline
-//! play about 14 simulated seconds per wall second per test thread on the shared 2-core build
-//! machine (the two capped halves, 2,070 s and 1,500 s, took 150 s together), so the whole day
-//! would take well over an hour. The test therefore plays the day's script with every segment capped (`CAP_S`, sleep
-//! `SLEEP_CAP_S`), keeping every transition of the day in order: getting into and out of bed, the
+//! The full day is 24 h of 100 Hz frames (8.6 M frames); with the sensing crates optimised in the
+//! dev profile it plays at 400–500 simulated seconds per wall second on one thread of the shared
+//! 2-core machine, about 3 min. The default run therefore plays the day's script with every
+//! segment capped (`CAP_S`, sleep `SLEEP_CAP_S`), keeping every transition of the day in order: getting into and out of bed, the
 //! 03:10 bed exit, sitting at and leaving the desk, leaving the home and coming back. Those
 //! transitions are where a fall detector false-alarms; long stretches of unchanged stillness are
 //! covered by the sleep segments' caps. Frames, pipeline and monitor are the real ones, at full
 //! rate; the monitor sees the estimates every 0.1 s of scene time as the runner would.
-//! `the_whole_day_raises_no_alarm` plays the uncapped 24 h (about 2.4 min in the dev profile, now
-//! that the sensing crates are optimised there). It is `#[ignore]`d because its target is not met:
-//! measured 2026-11-22, 0 fall alarms but 4 false `no_breathing` alarms during sleep. Run it with
-//! `cargo test -p local-agent --test accuracy_day -- --ignored`.
+//! `the_whole_day_raises_no_alarm` plays the uncapped 24 h: 0 alarms (measured 2026-11-22; before
+//! the fall monitor required a breathing track held since the stillness began it raised 4 false
+//! `no_breathing` alarms while asleep). It takes about 3 min in the dev profile on the shared
+//! machine, one thread the whole time; it runs in CI all the same, because "no false alarm over a
+//! whole day" is the promise. `the_first_twenty_minutes_asleep_raise_no_alarm` plays the start of
+//! the day's night (where the first of those alarms fell) for four more seeds in parallel.
 
 use local_agent::sensing::fall::{AlarmEntry, FallConfig, FallMonitor};
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
@@ -83,8 +84,37 @@ fn the_evening_of_an_ordinary_day_raises_no_alarm() {
     assert!(alarms.is_empty(), "{alarms:?}");
 }
 
+/// The night as the day starts it: asleep in bed from the first frame, breathing near the noise
+/// floor, caught now and then. The full day's first false `no_breathing` (seed 23, 670 s) fell
+/// here: a 28 s run of accepted breathing ten minutes into the night, then 45 s without.
 #[test]
-#[ignore = "not met yet: the full day (2.4 min in the dev profile) raises 0 fall alarms but 4 false no_breathing alarms while asleep, when the sleeper's breathing falls in an amplitude blind spot"]
+fn the_first_twenty_minutes_asleep_raise_no_alarm() {
+    let script: Vec<Segment> = day()[..1]
+        .iter()
+        .map(|s| Segment {
+            duration_s: 1200.0,
+            activity: s.activity.clone(),
+        })
+        .collect();
+    let results: Vec<(u64, f64, Vec<AlarmEntry>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (23..=26)
+            .map(|seed| {
+                let script = script.clone();
+                scope.spawn(move || {
+                    let (t, alarms) = play(script, seed);
+                    (seed, t, alarms)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (seed, t, alarms) in &results {
+        println!("asleep seed {seed}: {t:.0} s simulated, alarms {alarms:?}");
+    }
+    assert!(results.iter().all(|(_, _, a)| a.is_empty()), "{results:?}");
+}
+
+#[test]
 fn the_whole_day_raises_no_alarm() {
     let (t, alarms) = play(day(), 23);
     println!("day: {t:.0} s simulated, alarms {alarms:?}");

@@ -124,22 +124,29 @@ fn breathing_that_stops_raises_no_breathing_within_the_delay_plus_5_s() {
     let cfg = FallConfig::default();
     let runs = runs("no-breathing");
     let mut detected = 0;
+    let mut latencies = Vec::new();
     for (seed, r) in SEEDS.zip(&runs) {
         let a = r.alarms.iter().find(|a| a.alarm == FallAlarm::NoBreathing);
         println!("no-breathing seed {seed}: {a:?}");
         assert!(!r.alarms.iter().any(|a| a.alarm == FallAlarm::Fall));
-        // Chest motion stops at 40 s of scene time.
-        if a.is_some_and(|a| a.t_s >= 40.0 && a.t_s <= 40.0 + cfg.no_breath_after_s + 25.0) {
+        // Chest motion stops at 40 s of scene time. The monitor's delay runs from the last
+        // accepted breath (the alarm's onset), which the 30 s breathing window holds 11–21 s past
+        // the real stop; so the alarm must come within the delay + 5 s of its onset, and within
+        // the delay + one breathing window of the real stop.
+        if let Some(a) = a
+            && a.t_s >= 40.0
+            && a.t_s - a.onset_t_s <= cfg.no_breath_after_s + 5.0
+            && a.t_s - 40.0 <= cfg.no_breath_after_s + 30.0
+        {
             detected += 1;
+            latencies.push(a.t_s - 40.0);
         }
     }
-    // Measured 7 of 10. Seeds 3 and 9: the breathing estimate briefly accepts a rate again
-    // ~30 s after the chest stopped (a 2–5 s phantom run), which restarts the 45 s delay past
-    // the end of the 120 s scene. Seed 8: breathing was accepted for only 16.6 s before it
-    // stopped, under the 20 s the monitor needs before a loss counts (the guard that keeps a
-    // sleeper's intermittently caught breathing from alarming). Listed in local-agent/README.md.
+    println!("detected {detected}/10, seconds after the chest stopped {latencies:?}");
+    // Measured 9 of 10. Seed 8: breathing was accepted for only 16.6 s before it stopped, under
+    // the 20 s a track must run before its loss counts. Listed in local-agent/README.md.
     assert!(
-        detected >= 7,
+        detected >= 9,
         "no-breathing detected in {detected} of 10 runs"
     );
 }

@@ -11,7 +11,8 @@
 //! - `fallen`: the impact was followed by `fallen_after_s` without movement. Raises one `fall`
 //!   alert.
 //! - `no_breathing`: someone whose breathing was being tracked reliably is still there, still,
-//!   and no breath has been accepted for `no_breath_after_s`. Raises one `no_breathing` alert.
+//!   and no breathing has been re-established for `no_breath_after_s` since that track was lost.
+//!   Raises one `no_breathing` alert.
 //! - `cleared`: movement resumed after `fallen`/`no_breathing`; back to `monitoring` after
 //!   `cleared_hold_s`.
 //!
@@ -29,6 +30,24 @@
 //! fall peaks at 2.38 × its floor, an ordinary sit-down at the desk in the day reached 2.23 ×,
 //! and one walk out of the door ends exactly like an impact. Treat it as a best-effort detector
 //! (see the README's Accuracy section for the measured rates).
+//!
+//! **No breathing needs a track the sensor has shown it can hold.** The estimator's `None` is
+//! "no rate passed the gates", not "no chest motion": a sleeper in bed, far from the link and
+//! lying flat, moves the channel about as much as the noise does. On the simulator's `day` the
+//! sleeper's 30 s windows hold 1.6–4× the white-noise density in the breathing band on their best
+//! subcarriers (in amplitude and in phase-sanitised complex CSI alike), the same as a seated
+//! chest that has stopped (2–5×, sway and the room's creep fill the band): no single window tells
+//! them apart. What does is the history of this stillness. A person the sensor can follow is
+//! tracked within ~30 s of settling (one 24 s window and three agreeing analyses) and stays
+//! tracked, lapses of a few windows aside; a person it cannot follow is caught minutes into the
+//! stillness, for a while, and lost again. So `no_breathing` is armed only by a track that began
+//! within `track_within_s` of the stillness and ran for `breath_track_s` without lapsing for more
+//! than `BREATH_LAPSE_S`; once a track has lapsed, nothing in that stillness arms it again (the
+//! next motion starts a new stillness). After the loss, a motionless chest still passes the gates
+//! for a few seconds now and then (sway and creep at the band's low edge), so only a rate close to
+//! the lost track's restarts the countdown (see `RATE_AGREE_BPM`), and any rate held for
+//! `breath_track_s` means breathing is back. The price: a person whose breathing is only caught
+//! now and then (asleep in a weakly coupled bed) gets no no-breathing alarm at all.
 //!
 //! **Someone is still there.** The pipeline's presence lapses for a person lying motionless
 //! whose breathing it cannot measure (its still bridge expires once a breathing window found
@@ -71,14 +90,17 @@ pub struct FallConfig {
     pub calibration_s: f64,
     /// Stillness after an impact before `fallen`.
     pub fallen_after_s: f64,
-    /// Seconds without an accepted breath (present and still) before `no_breathing`.
+    /// Seconds after a reliable breathing track was lost (present and still, no breathing back)
+    /// before `no_breathing`.
     pub no_breath_after_s: f64,
-    /// The latest run of accepted breathing must have lasted this long before its loss can
-    /// raise `no_breathing`: a sleeper whose breathing the sensor catches for a few seconds now
-    /// and then is not a person who stopped breathing. (On the simulator an hour asleep in bed
-    /// has 112 runs, the longest 77 s; every run of 20 s or more was followed by another breath
-    /// within 45 s. Summing breathing over a minute instead raised 6 false alarms in that hour.)
+    /// A breathing track must have run at least this long before its loss can raise
+    /// `no_breathing` (ten or more agreeing analysis windows, not a fluke of the gates); a run of
+    /// accepted breathing this long after the loss means breathing is back and disarms it.
     pub breath_track_s: f64,
+    /// A track only counts if breathing was accepted within this many seconds of the stillness
+    /// beginning (see the module notes on no breathing). The estimator needs a 24 s still window
+    /// and three agreeing windows, about 27 s, before it can accept any rate.
+    pub track_within_s: f64,
     /// Burst over the following stillness floor that counts as an impact.
     pub impact_ratio: f64,
     /// Motion above `impact_release` × floor still counts as movement when finding where the
@@ -105,6 +127,7 @@ impl Default for FallConfig {
             fallen_after_s: 45.0,
             no_breath_after_s: 45.0,
             breath_track_s: 20.0,
+            track_within_s: 60.0,
             impact_ratio: 2.3,
             impact_release: 1.3,
             impact_drop_s: 0.4,
@@ -134,6 +157,12 @@ const STIR_BEFORE_LOSS_S: f64 = 20.0;
 const STIR_AFTER_LOSS_S: f64 = 5.0;
 /// Stirs are remembered this long (longer than the no-breathing delay).
 const STIR_MEMORY_S: f64 = 120.0;
+/// After a track is lost, an accepted rate this close to the track's own (the breathing
+/// estimator's persistence tolerance, 0.06 Hz) is that person breathing again.
+const RATE_AGREE_BPM: f64 = 3.6;
+/// Accepted breathing lapsing for up to this long is the same track: the estimator's gates can
+/// fail for a few one-second windows on a clearly breathing person (a sigh, an AGC step).
+const BREATH_LAPSE_S: f64 = 10.0;
 
 /// How much history the impact judgement looks at.
 const HISTORY_S: f64 = 8.0;
@@ -150,8 +179,19 @@ pub struct FallMonitor {
     moving_since: Option<f64>,
     last_motion_t: Option<f64>,
     last_breath_t: Option<f64>,
-    /// When the current run of accepted breathing began.
-    breath_run_start: Option<f64>,
+    /// When the current stillness began (monitor start or the end of the last motion).
+    still_since: Option<f64>,
+    /// Start of the breathing track of this stillness, while it lasts.
+    track_start: Option<f64>,
+    /// A track can still begin in this stillness (its first breath was not late, and no track
+    /// has lapsed in it yet).
+    track_open: bool,
+    /// Last breath of a reliable track that was lost: the no-breathing countdown runs from here.
+    breath_lost_at: Option<f64>,
+    /// Start of a run of accepted breathing after that loss.
+    regain_start: Option<f64>,
+    /// Sum and count of the rates accepted during the current track.
+    track_rate: (f64, u32),
     /// An episode ended here and its impact has not been judged yet.
     pending_stop: Option<f64>,
     /// End of the motion episode that ended in the current impact.
@@ -159,8 +199,6 @@ pub struct FallMonitor {
     occupied: bool,
     /// The latest thing the pipeline saw was a motion episode (someone may have walked out).
     motion_last: bool,
-    /// Breathing was tracked reliably before it was lost (arms `no_breathing`).
-    breath_tracked: bool,
     cleared_at: Option<f64>,
     alarm: Option<AlarmEntry>,
     /// Slow running level of `motion_burst` while not moving.
@@ -181,12 +219,16 @@ impl FallMonitor {
             moving_since: None,
             last_motion_t: None,
             last_breath_t: None,
-            breath_run_start: None,
+            still_since: None,
+            track_start: None,
+            track_open: true,
+            breath_lost_at: None,
+            regain_start: None,
+            track_rate: (0.0, 0),
             pending_stop: None,
             impact_t: None,
             occupied: false,
             motion_last: false,
-            breath_tracked: false,
             cleared_at: None,
             alarm: None,
             floor: None,
@@ -273,21 +315,7 @@ impl FallMonitor {
         }
         self.was_moving = e.moving;
 
-        // Breathing bookkeeping: `no_breathing` is armed by the latest run of accepted
-        // breathing, judged when that run ends.
-        if e.breathing_bpm.is_some() {
-            self.last_breath_t = Some(t_s);
-            self.breath_run_start.get_or_insert(t_s);
-            self.motion_last = false;
-        } else if let Some(start) = self.breath_run_start.take() {
-            let run = self.last_breath_t.map_or(0.0, |b| b - start);
-            self.breath_tracked = run >= self.cfg.breath_track_s;
-        }
-        if e.moving {
-            // A moving person's breathing is not measurable; its loss means nothing.
-            self.breath_tracked = false;
-            self.breath_run_start = None;
-        }
+        self.track_breathing(t_s, e);
 
         // Occupancy: only an episode of motion followed by an empty room empties it.
         if e.present {
@@ -356,7 +384,8 @@ impl FallMonitor {
                     self.cleared_at = Some(t_s);
                     self.impact_t = None;
                     self.alarm = None;
-                    self.breath_tracked = false;
+                    self.breath_lost_at = None;
+                    self.track_open = false;
                 }
             }
         }
@@ -378,7 +407,7 @@ impl FallMonitor {
                 )
             }
             FallAlarm::NoBreathing => {
-                let onset = self.last_breath_t.unwrap_or(t_s);
+                let onset = self.breath_lost_at.or(self.last_breath_t).unwrap_or(t_s);
                 (
                     FallState::NoBreathing,
                     onset,
@@ -391,7 +420,7 @@ impl FallMonitor {
             }
         };
         self.state = state;
-        self.breath_tracked = false;
+        self.breath_lost_at = None;
         let entry = AlarmEntry {
             alarm,
             onset_t_s: onset,
@@ -402,23 +431,79 @@ impl FallMonitor {
         Some(entry)
     }
 
+    /// Breathing bookkeeping: finds the reliable track of this stillness and its loss.
+    fn track_breathing(&mut self, t_s: f64, e: &Estimates) {
+        if e.moving {
+            // A moving person's breathing is not measurable, and a new posture is a new
+            // question of whether the sensor can track them: start over.
+            self.still_since = None;
+            self.track_start = None;
+            self.track_open = true;
+            self.breath_lost_at = None;
+            self.regain_start = None;
+            return;
+        }
+        let still_since = *self.still_since.get_or_insert(t_s);
+        if let Some(bpm) = e.breathing_bpm {
+            self.motion_last = false;
+            if self.breath_lost_at.is_some() {
+                // After the loss, the gates pass for a few seconds on a motionless chest now and
+                // then: what is left in the band is postural sway and the room's slow creep, red
+                // noise that peaks near the band's low edge, not at the person's rate (measured
+                // 7 and 9 br/min after a 15 br/min chest stopped). A sleeper drifting out of and
+                // back into view resumes at their own rate. So only a rate that agrees with the
+                // lost track's restarts the countdown, and any rate held for `breath_track_s`
+                // is breathing again.
+                let (sum, n) = self.track_rate;
+                if n > 0 && (bpm - sum / f64::from(n)).abs() <= RATE_AGREE_BPM {
+                    self.breath_lost_at = Some(t_s);
+                }
+                let since = *self.regain_start.get_or_insert(t_s);
+                if t_s - since >= self.cfg.breath_track_s {
+                    self.breath_lost_at = None;
+                    self.regain_start = None;
+                }
+            } else if self.track_start.is_some() {
+                self.track_rate.0 += bpm;
+                self.track_rate.1 += 1;
+            } else if self.track_open {
+                if t_s - still_since <= self.cfg.track_within_s {
+                    self.track_start = Some(t_s);
+                    self.track_rate = (bpm, 1);
+                } else {
+                    self.track_open = false;
+                }
+            }
+            self.last_breath_t = Some(t_s);
+        } else if let Some(b) = self.last_breath_t
+            && t_s - b > BREATH_LAPSE_S
+        {
+            self.regain_start = None;
+            if let Some(start) = self.track_start.take() {
+                self.track_open = false;
+                if b - start >= self.cfg.breath_track_s {
+                    self.breath_lost_at = Some(b);
+                }
+            }
+        }
+    }
+
     fn no_breathing_due(&self, t_s: f64, e: &Estimates) -> bool {
+        let Some(lost) = self.breath_lost_at else {
+            return false;
+        };
         // Someone walking out quietly (too gently for `moving`) stirs the channel while the
         // breathing window still holds their last rate, up to ~15 s; a body that stops
         // breathing does not stir. A stir long after the loss (a gain step) says nothing.
-        let stirred_at_loss = self.last_breath_t.is_some_and(|b| {
-            self.stirs
-                .iter()
-                .any(|s| *s >= b - STIR_BEFORE_LOSS_S && *s <= b + STIR_AFTER_LOSS_S)
-        });
-        self.breath_tracked
-            && !stirred_at_loss
+        let stirred_at_loss = self
+            .stirs
+            .iter()
+            .any(|s| *s >= lost - STIR_BEFORE_LOSS_S && *s <= lost + STIR_AFTER_LOSS_S);
+        !stirred_at_loss
             && self.occupied
             && !e.moving
             && e.breathing_bpm.is_none()
-            && self
-                .last_breath_t
-                .is_some_and(|b| t_s - b >= self.cfg.no_breath_after_s)
+            && t_s - lost >= self.cfg.no_breath_after_s
             && self
                 .last_motion_t
                 .is_none_or(|m| t_s - m >= self.cfg.no_breath_after_s)
@@ -611,6 +696,110 @@ mod tests {
             ));
         }
         assert!(alarms.is_empty(), "{alarms:?}");
+    }
+
+    #[test]
+    fn a_track_that_was_never_reliable_in_this_stillness_raises_nothing() {
+        // Asleep for ten minutes with no breathing caught, then a 30 s run, then nothing: the
+        // sensor has shown it cannot follow this sleeper, so the loss is not evidence.
+        let mut m = FallMonitor::new(FallConfig::default());
+        let mut t = 0.0;
+        let alarms = play(
+            &mut m,
+            &mut t,
+            &[
+                (600.0, est(false, 1.0, false, false)),
+                (30.0, est(false, 1.0, true, true)),
+                (120.0, est(false, 1.0, false, false)),
+            ],
+        );
+        assert!(alarms.is_empty(), "{alarms:?}");
+
+        // A track that lapsed once and came back is just as unreliable.
+        let mut m = FallMonitor::new(FallConfig::default());
+        let mut t = 0.0;
+        let alarms = play(
+            &mut m,
+            &mut t,
+            &[
+                (30.0, est(false, 1.0, true, true)),
+                (15.0, est(false, 1.0, false, false)),
+                (40.0, est(false, 1.0, true, true)),
+                (120.0, est(false, 1.0, false, false)),
+            ],
+        );
+        assert!(alarms.is_empty(), "{alarms:?}");
+
+        // After getting up and settling again, a new track is judged afresh.
+        play(&mut m, &mut t, &[(5.0, est(true, 1.2, true, false))]);
+        let last = t + 40.0;
+        let alarms = play(
+            &mut m,
+            &mut t,
+            &[
+                (40.0, est(false, 1.0, true, true)),
+                (60.0, est(false, 1.0, false, false)),
+            ],
+        );
+        assert_eq!(alarms.len(), 1, "{alarms:?}");
+        assert!((alarms[0].0 - last - 45.0).abs() < 0.5);
+    }
+
+    fn at_rate(bpm: f64) -> Estimates {
+        Estimates {
+            breathing_bpm: Some(bpm),
+            ..est(false, 1.0, true, true)
+        }
+    }
+
+    #[test]
+    fn brief_lapses_keep_the_track_and_only_the_persons_own_rate_restarts_the_delay() {
+        let mut m = FallMonitor::new(FallConfig::default());
+        let mut t = 0.0;
+        let alarms = play(
+            &mut m,
+            &mut t,
+            &[
+                (15.0, est(false, 1.0, true, true)),
+                // A few failed windows on a clearly breathing person.
+                (4.0, est(false, 1.0, true, false)),
+                (15.0, est(false, 1.0, true, true)),
+            ],
+        );
+        assert!(alarms.is_empty());
+        let last_breath = t;
+        let alarms = play(
+            &mut m,
+            &mut t,
+            &[
+                (30.0, est(false, 1.0, false, false)),
+                // The gates pass for 3 s on the motionless chest, at the band's low edge.
+                (3.0, at_rate(8.0)),
+                (30.0, est(false, 1.0, false, false)),
+            ],
+        );
+        assert_eq!(alarms.len(), 1, "{alarms:?}");
+        assert!((alarms[0].0 - last_breath - 45.0).abs() < 0.5);
+        assert!((alarms[0].1.onset_t_s - last_breath).abs() < 0.2);
+
+        // The same catch at the person's own rate (15 → 16.5) is them breathing again: the
+        // delay restarts from it.
+        let mut m = FallMonitor::new(FallConfig::default());
+        let mut t = 0.0;
+        play(&mut m, &mut t, &[(34.0, est(false, 1.0, true, true))]);
+        let alarms = play(
+            &mut m,
+            &mut t,
+            &[(30.0, est(false, 1.0, false, false)), (3.0, at_rate(16.5))],
+        );
+        assert!(alarms.is_empty());
+        let caught = t;
+        let alarms = play(&mut m, &mut t, &[(60.0, est(false, 1.0, false, false))]);
+        assert_eq!(alarms.len(), 1, "{alarms:?}");
+        assert!(
+            (alarms[0].0 - caught - 45.0).abs() < 0.5,
+            "{alarms:?} {caught}"
+        );
     }
 
     #[test]
