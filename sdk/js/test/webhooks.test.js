@@ -74,3 +74,16 @@ test("a body that verifies but is not JSON is refused", async () => {
   const body = "not json";
   await refused({ secret: SECRET, headers: headers({ "webhook-signature": sign(SECRET, ID, TS, body) }), body, now: NOW }, /not JSON/);
 });
+
+test("without a global crypto (Node 18) the verifier falls back to node:crypto's WebCrypto", async () => {
+  const { execFile } = await import("node:child_process");
+  const { promisify } = await import("node:util");
+  const src = new URL("../src/index.js", import.meta.url).href;
+  const script = `
+    Object.defineProperty(globalThis, "crypto", { value: undefined, configurable: true });
+    const { verifyWebhook } = await import(${JSON.stringify(src)});
+    const out = await verifyWebhook({ secret: ${JSON.stringify(SECRET)}, headers: ${JSON.stringify(headers())}, body: ${JSON.stringify(BODY)}, now: ${NOW} });
+    console.log(typeof globalThis.crypto, JSON.stringify(out));`;
+  const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script]);
+  assert.equal(stdout.trim(), 'undefined {"test":2432232314}');
+});
