@@ -3,7 +3,7 @@
 // custom REST connector, and a webhook receiver that keeps raw bodies for signature checks.
 import { createServer } from "node:http";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -12,6 +12,7 @@ export class Fakes {
     this.calls = [];
     this.deliveries = [];
     this.tokens = 0;
+    this.dirs = [];
   }
 
   async start() {
@@ -54,6 +55,7 @@ export class Fakes {
   /** OAUTH_APPS for the given catalog apps, all served by this fake. */
   oauthAppsFile(apps) {
     const dir = mkdtempSync(join(tmpdir(), "sdk-oauth-"));
+    this.dirs.push(dir);
     const path = join(dir, "oauth_apps.json");
     const conf = {};
     for (const app of apps) {
@@ -90,12 +92,14 @@ export class Fakes {
       }
     }
     const dir = mkdtempSync(join(tmpdir(), "sdk-catalog-"));
+    this.dirs.push(dir);
     const path = join(dir, "catalog.json");
     writeFileSync(path, JSON.stringify(catalog));
     return path;
   }
 
   async stop() {
+    for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
     this.server.closeAllConnections();
     await new Promise((r) => this.server.close(r));
   }

@@ -5,6 +5,7 @@ REST connector, and a webhook receiver that keeps raw bodies for signature check
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import threading
 import urllib.parse
@@ -32,6 +33,7 @@ class Fakes:
         self.calls: list[dict] = []
         self.deliveries: list[dict] = []
         self.tokens = 0
+        self.dirs: list[Path] = []
         fakes = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -95,7 +97,8 @@ class Fakes:
             }
             for app in apps
         }
-        path = Path(tempfile.mkdtemp(prefix="sdk-oauth-")) / "oauth_apps.json"
+        self.dirs.append(Path(tempfile.mkdtemp(prefix="sdk-oauth-")))
+        path = self.dirs[-1] / "oauth_apps.json"
         path.write_text(json.dumps(conf))
         return str(path)
 
@@ -114,10 +117,13 @@ class Fakes:
                 tool["method"] = "POST"
                 tool["path"] = f"/api/{tool['name']}"
                 tool["input_schema"] = {"type": "object", "required": ["body"], "properties": {"body": tool.get("input_schema", {"type": "object"})}}
-        path = Path(tempfile.mkdtemp(prefix="sdk-catalog-")) / "catalog.json"
+        self.dirs.append(Path(tempfile.mkdtemp(prefix="sdk-catalog-")))
+        path = self.dirs[-1] / "catalog.json"
         path.write_text(json.dumps(catalog))
         return str(path)
 
     def stop(self) -> None:
+        for d in self.dirs:
+            shutil.rmtree(d, ignore_errors=True)
         self.server.shutdown()
         self.server.server_close()
