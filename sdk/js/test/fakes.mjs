@@ -86,9 +86,13 @@ export class Fakes {
       };
       app.security = [{ oauth: ["write"] }];
       for (const tool of app.tools) {
-        tool.method = "POST";
+        // List tools read (GET): triggers poll them; the rest write.
+        tool.method = /_list_/.test(tool.name) ? "GET" : "POST";
         tool.path = `/api/${tool.name}`;
-        tool.input_schema = { type: "object", required: ["body"], properties: { body: tool.input_schema } };
+        tool.input_schema =
+          tool.method === "GET"
+            ? { type: "object", properties: { query: tool.input_schema } }
+            : { type: "object", required: ["body"], properties: { body: tool.input_schema } };
       }
     }
     const dir = mkdtempSync(join(tmpdir(), "sdk-catalog-"));

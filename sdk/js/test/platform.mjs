@@ -72,7 +72,7 @@ export class Platform {
     const port = await freePort();
     this.baseUrl = `http://127.0.0.1:${port}`;
     this.child = spawn(this.bin, ["--local", `127.0.0.1:${port}`], {
-      env: { ...this.env, PUBLIC_BASE_URL: this.baseUrl, ...env },
+      env: (this.runEnv = { ...this.env, PUBLIC_BASE_URL: this.baseUrl, ...env }),
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child.stderr.on("data", (d) => {
@@ -88,6 +88,16 @@ export class Platform {
     assert.match(out, /^listening on http:\/\//m, `api --local did not start:\n${this.log}`);
     this.child.stdout.resume();
     return this;
+  }
+
+  /**
+   * One round of the jobs function (trigger polls and webhook deliveries) against this platform's
+   * table and configuration: `jobs --once`. PLATFORM_JOBS_BIN names the binary.
+   */
+  async jobsOnce() {
+    const bin = required("PLATFORM_JOBS_BIN", "the path of the platform's `jobs` binary");
+    const { stdout } = await exec(bin, ["--once"], { env: this.runEnv, timeout: 120_000 });
+    return stdout;
   }
 
   async stop() {

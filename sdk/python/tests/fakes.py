@@ -114,9 +114,14 @@ class Fakes:
             }
             app["security"] = [{"oauth": ["write"]}]
             for tool in app["tools"]:
-                tool["method"] = "POST"
+                # List tools read (GET): triggers poll them; the rest write.
+                tool["method"] = "GET" if "_list_" in tool["name"] else "POST"
                 tool["path"] = f"/api/{tool['name']}"
-                tool["input_schema"] = {"type": "object", "required": ["body"], "properties": {"body": tool.get("input_schema", {"type": "object"})}}
+                schema = tool.get("input_schema", {"type": "object"})
+                if tool["method"] == "GET":
+                    tool["input_schema"] = {"type": "object", "properties": {"query": schema}}
+                else:
+                    tool["input_schema"] = {"type": "object", "required": ["body"], "properties": {"body": schema}}
         self.dirs.append(Path(tempfile.mkdtemp(prefix="sdk-catalog-")))
         path = self.dirs[-1] / "catalog.json"
         path.write_text(json.dumps(catalog))

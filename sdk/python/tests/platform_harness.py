@@ -83,9 +83,10 @@ class Platform:
             self._table_created = True
         port = free_port()
         self.base_url = f"http://127.0.0.1:{port}"
+        self.run_env = {**self.env, "PUBLIC_BASE_URL": self.base_url, **(env or {})}
         self.proc = subprocess.Popen(
             [self.bin, "--local", f"127.0.0.1:{port}"],
-            env={**self.env, "PUBLIC_BASE_URL": self.base_url, **(env or {})},
+            env=self.run_env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -102,6 +103,15 @@ class Platform:
         for chunk in iter(lambda: stream.readline(), b""):
             self._log.append(chunk)
             del self._log[:-200]
+
+    def jobs_once(self) -> str:
+        """One round of the jobs function (trigger polls and webhook deliveries) against this
+        platform's table and configuration: ``jobs --once``. PLATFORM_JOBS_BIN names the binary."""
+        jobs = required("PLATFORM_JOBS_BIN", "the path of the platform's `jobs` binary")
+        out = subprocess.run([jobs, "--once"], env=self.run_env, capture_output=True, timeout=120)
+        if out.returncode != 0:
+            raise AssertionError(f"jobs --once failed: {out.stderr.decode(errors='replace')[-3000:]}")
+        return out.stdout.decode()
 
     def stop(self) -> None:
         if not self.proc:
