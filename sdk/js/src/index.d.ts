@@ -268,10 +268,12 @@ export declare class Client {
   customConnectors(options?: { cursor?: string; limit?: number }): Promise<CustomConnectorsPage>;
   iterCustomConnectors(options?: { limit?: number }): AsyncGenerator<CustomConnector, void, undefined>;
   getCustomConnector(id: string): Promise<CustomConnector>;
+  /** Reloads the tool list from the connector's URL; one created from an inline document is a 422 not_refreshable. */
   refreshCustomConnector(id: string): Promise<CustomConnector>;
   deleteCustomConnector(id: string): Promise<void>;
 
-  triggerEvents(options?: { app?: string }): Promise<{ events: TriggerEvent[] }>;
+  /** The events triggers can listen for in one app (the platform requires the app). */
+  triggerEvents(options: { app: string }): Promise<{ events: TriggerEvent[] }>;
   createTrigger(options: {
     app: string;
     event: string;

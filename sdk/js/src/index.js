@@ -211,7 +211,7 @@ export class Client {
 
   // --- triggers and account events ------------------------------------------------------------
 
-  /** The events triggers can listen for, optionally of one app. */
+  /** The events triggers can listen for in one app (the platform requires the app: 400 without it). */
   triggerEvents({ app } = {}) {
     return this.request("GET", `/triggers/events${query({ app })}`);
   }

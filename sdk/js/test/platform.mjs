@@ -107,15 +107,3 @@ export class Platform {
   }
 }
 
-/**
- * GUARD(endpoint-exists): true when this server routes `method path`. The integration endpoints
- * (connect, connections, tool runs, custom connectors, triggers, events) are built on other
- * branches; until they are merged, their SDK tests skip themselves with this check. Remove the
- * guard (and this function) once they are on main.
- */
-export async function endpointExists(baseUrl, method, path) {
-  const res = await fetch(`${baseUrl}/api/v1${path}`, { method, headers: { authorization: "Bearer cpk_probe" } });
-  const body = await res.json().catch(() => ({}));
-  if (res.status === 405) return false;
-  return !(res.status === 404 && body.code === "not_found" && /^No endpoint /.test(body.detail ?? ""));
-}

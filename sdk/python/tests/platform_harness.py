@@ -16,8 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -126,23 +124,3 @@ class Platform:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream:
                 stream.close()
-
-
-def endpoint_exists(base_url: str, method: str, path: str) -> bool:
-    """GUARD(endpoint-exists): True when this server routes ``method path``. The integration
-    endpoints (connect, connections, tool runs, custom connectors, triggers, events) are built
-    on other branches; until they are merged their SDK tests skip themselves with this check.
-    Remove the guard (and this function) once they are on main."""
-    req = urllib.request.Request(f"{base_url}/api/v1{path}", method=method, headers={"Authorization": "Bearer cpk_probe"})
-    try:
-        with urllib.request.urlopen(req, timeout=10):
-            return True
-    except urllib.error.HTTPError as err:
-        with err:
-            try:
-                body = json.loads(err.read() or b"{}")
-            except ValueError:
-                body = {}
-        if err.code == 405:
-            return False
-        return not (err.code == 404 and body.get("code") == "not_found" and str(body.get("detail", "")).startswith("No endpoint "))

@@ -2,11 +2,6 @@
 hosted OAuth flow (fake provider on loopback), list and revoke connections, run tools (a custom
 REST connector's tool against a loopback API; connection_required and invalid arguments), custom
 connectors, triggers with a real signed delivery, account events.
-
-GUARD(endpoint-exists): these endpoints are built on other branches (conn, cc, trg). Until they
-are merged each test skips itself when the server does not route its endpoint; remove every
-``self.require(...)`` call (and ``endpoint_exists`` in platform_harness.py) at merge so a missing
-endpoint fails.
 """
 
 from __future__ import annotations
@@ -18,14 +13,13 @@ import urllib.error
 import urllib.request
 
 from fakes import OPENAPI, Fakes
-from platform_harness import FIXTURE_CATALOG, Platform, endpoint_exists
+from platform_harness import FIXTURE_CATALOG, Platform
 
 from companion import Client, CompanionError, WebhookVerificationError, verify_webhook
 
 platform: Platform
 fakes: Fakes
 key: str
-SKIP = "GUARD(endpoint-exists): endpoint not on this server yet"
 
 
 def setUpModule() -> None:  # noqa: N802 (unittest's naming)
@@ -34,13 +28,7 @@ def setUpModule() -> None:  # noqa: N802 (unittest's naming)
     oauth = fakes.oauth_apps_file(["slack", "github", "google_sheets", "gmail", "zoom", "stripe"])
     catalog = fakes.runnable_catalog_file(FIXTURE_CATALOG)
     platform = Platform()
-    try:
-        platform.start(env={"OAUTH_APPS": oauth, "CATALOG_PATH": catalog})
-    except AssertionError:
-        # GUARD(endpoint-exists): a server from before the connections work refuses the runnable
-        # catalog's fields (base_url, security, method/path); start it with the plain fixture and
-        # let the guards below skip. Remove this fallback with the guards.
-        platform.start(env={"OAUTH_APPS": oauth})
+    platform.start(env={"OAUTH_APPS": oauth, "CATALOG_PATH": catalog})
     key = platform.account("sdk-py-int")
 
 
@@ -63,17 +51,7 @@ class IntegrationsTest(unittest.TestCase):
     def setUp(self) -> None:
         self.client = Client(api_key=key, base_url=platform.base_url)
 
-    def require(self, method: str, path: str) -> None:
-        if not endpoint_exists(platform.base_url, method, path):
-            self.skipTest(SKIP)
-
-    def test_guard_self_check(self) -> None:
-        self.assertTrue(endpoint_exists(platform.base_url, "GET", "/runs"))
-        self.assertTrue(endpoint_exists(platform.base_url, "POST", "/tools/find"))
-        self.assertFalse(endpoint_exists(platform.base_url, "GET", "/no-such-endpoint"))
-
     def test_connect_link_connection_listed_then_revoked(self) -> None:
-        self.require("POST", "/apps/slack/connect")
         link, conn_id = connect_app(self.client, "slack")
         self.assertTrue(link["id"].startswith("cl_"))
         self.assertEqual((link["app"], link["auth"]), ("slack", "oauth2"))
@@ -95,13 +73,11 @@ class IntegrationsTest(unittest.TestCase):
         self.assertFalse(any(c["id"] == conn_id and c["status"] == "active" for c in after["connections"]))
 
     def test_connect_unknown_app_is_404(self) -> None:
-        self.require("POST", "/apps/slack/connect")
         with self.assertRaises(CompanionError) as ctx:
             self.client.connect("no_such_app")
         self.assertEqual((ctx.exception.status, ctx.exception.code), (404, "app_not_found"))
 
     def test_run_without_connection_is_409_with_connect_url(self) -> None:
-        self.require("POST", "/tools/slack_send_message/run")
         fresh = Client(api_key=platform.account("noconn"), base_url=platform.base_url)
         with self.assertRaises(CompanionError) as ctx:
             fresh.run_tool("slack_send_message", {"body": {"channel": "#general", "text": "hi"}})
@@ -112,7 +88,6 @@ class IntegrationsTest(unittest.TestCase):
         self.assertEqual(fresh.runs()["runs"][0]["status"], "connection_required")
 
     def test_run_tool_calls_the_api_with_the_connection_token_and_records_the_run(self) -> None:
-        self.require("POST", "/tools/slack_send_message/run")
         own = Client(api_key=platform.account("run"), base_url=platform.base_url)
         _, conn_id = connect_app(own, "slack")
         before = len(fakes.calls)
@@ -129,7 +104,6 @@ class IntegrationsTest(unittest.TestCase):
         self.assertEqual((latest["id"], latest["status"]), (run["run_id"], "succeeded"))
 
     def test_invalid_arguments_and_unknown_tool(self) -> None:
-        self.require("POST", "/tools/slack_send_message/run")
         with self.assertRaises(CompanionError) as ctx:
             self.client.run_tool("slack_send_message", {"body": {"channel": 5}})
         self.assertEqual((ctx.exception.status, ctx.exception.code), (422, "invalid_arguments"))
@@ -139,8 +113,8 @@ class IntegrationsTest(unittest.TestCase):
         self.assertEqual(ctx.exception.code, "tool_not_found")
 
     def test_custom_rest_connector_lifecycle_and_run(self) -> None:
-        self.require("POST", "/custom-connectors")
-        cc = self.client.create_custom_connector({"kind": "rest", "name": "echo", "openapi": OPENAPI, "base_url": fakes.url, "headers": {"x-api-key": "sekret"}})
+        # From the document's URL, so refresh has something to fetch again.
+        cc = self.client.create_custom_connector({"kind": "rest", "name": "echo", "url": f"{fakes.url}/openapi.json", "base_url": fakes.url, "headers": {"x-api-key": "sekret"}})
         self.assertTrue(cc["id"].startswith("cc_"))
         self.assertEqual((cc["kind"], cc["tool_count"]), ("rest", 1))
         tool_name = cc["tools"][0]["name"]
@@ -165,17 +139,25 @@ class IntegrationsTest(unittest.TestCase):
             self.client.get_custom_connector(cc["id"])
         self.assertEqual(ctx.exception.status, 404)
 
+    def test_custom_connector_from_inline_document_is_not_refreshable(self) -> None:
+        cc = self.client.create_custom_connector({"kind": "rest", "name": "inline", "openapi": OPENAPI, "base_url": fakes.url})
+        self.assertEqual(cc["tool_count"], 1)
+        with self.assertRaises(CompanionError) as ctx:
+            self.client.refresh_custom_connector(cc["id"])
+        self.assertEqual((ctx.exception.status, ctx.exception.code), (422, "not_refreshable"))
+        self.client.delete_custom_connector(cc["id"])
+
     def test_custom_connector_to_refused_destination_is_422(self) -> None:
-        self.require("POST", "/custom-connectors")
         with self.assertRaises(CompanionError) as ctx:
             self.client.create_custom_connector({"kind": "mcp", "url": "http://169.254.169.254/mcp"})
         self.assertEqual((ctx.exception.status, ctx.exception.code), (422, "destination_refused"))
 
     def test_trigger_with_a_real_signed_delivery(self) -> None:
-        self.require("POST", "/triggers")
-        events = self.client.trigger_events()["events"]
-        self.assertTrue(events)
-        event = events[0]
+        events = self.client.trigger_events(app="slack")["events"]
+        # A poll event: the platform runs the app's list tool (against the fake) and fires on new
+        # items.
+        event = next((e for e in events if e["kind"] == "poll"), None)
+        assert event is not None, events
         _, conn_id = connect_app(self.client, event["app"])
         trg = self.client.create_trigger(event["app"], event["name"], f"{fakes.url}/hook", connection_id=conn_id)
         self.assertTrue(trg["id"].startswith("trg_"))
@@ -205,15 +187,11 @@ class IntegrationsTest(unittest.TestCase):
         self.assertEqual(ctx.exception.status, 404)
 
     def test_account_events(self) -> None:
-        self.require("GET", "/events")
         for e in self.client.events(limit=10)["events"]:
             self.assertTrue(e["id"].startswith("evt_"))
             self.assertTrue(e["type"] and e["created_at"])
 
-
     def test_quickstart_example_connects_finds_and_runs(self) -> None:
-        self.require("POST", "/apps/slack/connect")
-        self.require("POST", "/tools/slack_send_message/run")
         import os
         import subprocess
         import sys
@@ -237,11 +215,16 @@ class IntegrationsTest(unittest.TestCase):
                     self.assertEqual(resp.status, 200)
         code = proc.wait(timeout=120)
         text = "".join(out)
-        self.assertEqual(code, 0, text + (proc.stderr.read() if proc.stderr else ""))
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+        self.assertEqual(code, 0, text + err)
         self.assertTrue(opened, text)
         self.assertRegex(text, r"(?m)^found: slack_send_message ")
         self.assertRegex(text, r"(?m)^connected slack$")
         self.assertRegex(text, r"(?m)^result: succeeded ")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -207,7 +207,8 @@ class Client:
         return cast(CustomConnector, self.request("GET", f"/custom-connectors/{_seg(connector_id)}"))
 
     def refresh_custom_connector(self, connector_id: str) -> CustomConnector:
-        """Reloads the connector's tool list from its source."""
+        """Reloads the connector's tool list from its URL (one created from an inline document
+        has nothing to fetch again: 422 ``not_refreshable``)."""
         return cast(CustomConnector, self.request("POST", f"/custom-connectors/{_seg(connector_id)}/refresh"))
 
     def delete_custom_connector(self, connector_id: str) -> None:
@@ -215,8 +216,8 @@ class Client:
 
     # --- triggers and account events ------------------------------------------------------------
 
-    def trigger_events(self, *, app: Optional[str] = None) -> TriggerEvents:
-        """The events triggers can listen for, optionally of one app."""
+    def trigger_events(self, *, app: str) -> TriggerEvents:
+        """The events triggers can listen for in one app (the platform requires the app)."""
         return cast(TriggerEvents, self.request("GET", "/triggers/events" + _query(app=app)))
 
     def create_trigger(
