@@ -1,6 +1,6 @@
 //! The jobs binary's `--once` round against DynamoDB Local: it finds the due trigger without a
-//! scan, polls it, and records the outcome in the trigger's health (with no executor wired yet,
-//! the poll fails visibly instead of silently doing nothing).
+//! scan, polls it through the executor, and records the outcome in the trigger's health (the
+//! fixture catalog cannot run the list tool, so the poll fails, visibly rather than silently).
 
 use std::sync::Arc;
 
@@ -55,6 +55,13 @@ async fn one_round_polls_the_due_trigger_and_records_its_health() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobs"))
         .arg("--once")
         .env(platform::store::TABLE_VAR, &table)
+        .env(platform::env::CATALOG_VAR, &catalog_path)
+        .env(platform::env::PUBLIC_BASE_URL_VAR, "http://127.0.0.1:9")
+        // base64 of 32 bytes of 1: the same local key the triggers above sealed with.
+        .env(
+            platform::env::CREDENTIALS_LOCAL_KEY_VAR,
+            "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=",
+        )
         .output()
         .unwrap();
     assert!(
@@ -81,6 +88,13 @@ async fn one_round_polls_the_due_trigger_and_records_its_health() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobs"))
         .arg("--once")
         .env(platform::store::TABLE_VAR, &table)
+        .env(platform::env::CATALOG_VAR, &catalog_path)
+        .env(platform::env::PUBLIC_BASE_URL_VAR, "http://127.0.0.1:9")
+        // base64 of 32 bytes of 1: the same local key the triggers above sealed with.
+        .env(
+            platform::env::CREDENTIALS_LOCAL_KEY_VAR,
+            "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=",
+        )
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
