@@ -1,0 +1,272 @@
+//! App search: the app a person means, from what they type ("github", "gh", "hubspt",
+//! "google sheet", "whisper").
+//!
+//! Each app answers to names (slug, title, aliases, former ids). A query is compared with every
+//! name, and the best match decides the app's tier:
+//! exact name > name starting with the query > every query word matching a word of the name
+//! (whole, as a prefix, or within one or two typos) > a typo of the whole name > words of the
+//! description. Within a tier, how much of the name the query covers and the app's prior (the
+//! products people ask for most, then completeness) order the apps. The catalog is small
+//! (about two thousand apps), so this is a scan, well under a millisecond.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Catalog, normalise};
+
+/// The words an app is found by.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AppIndex {
+    /// Per app (same order as `Catalog::apps`): its names, normalised (`google sheets`).
+    pub names: Vec<Vec<AppName>>,
+    /// Per app: normalised words of its description and categories.
+    pub words: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppName {
+    pub text: String,
+    pub kind: NameKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NameKind {
+    /// The slug or the title.
+    Own,
+    /// An alias people use.
+    Alias,
+    /// An id an earlier catalog gave one of the app's documents.
+    Former,
+}
+
+impl AppIndex {
+    /// Builds the index from the apps' slugs, titles, aliases, former ids and descriptions.
+    pub fn build(apps: &[crate::model::App]) -> AppIndex {
+        let mut names = Vec::with_capacity(apps.len());
+        let mut words = Vec::with_capacity(apps.len());
+        for a in apps {
+            let mut n: Vec<AppName> = Vec::new();
+            let mut push = |text: String, kind: NameKind| {
+                if !text.is_empty() && !n.iter().any(|x| x.text == text) {
+                    n.push(AppName { text, kind });
+                }
+            };
+            push(normalise(&a.slug), NameKind::Own);
+            push(normalise(&a.title), NameKind::Own);
+            // "Twilio API", "Stripe API": the title without generic words is a name too.
+            push(strip_generic(&normalise(&a.title)), NameKind::Own);
+            for al in &a.aliases {
+                push(normalise(al), NameKind::Alias);
+            }
+            for f in &a.former_ids {
+                push(normalise(f), NameKind::Former);
+            }
+            names.push(n);
+            let mut w: Vec<String> = normalise(&a.description)
+                .split(' ')
+                .chain(a.categories.iter().flat_map(|c| c.split('_')))
+                .filter(|w| w.len() > 2)
+                .map(str::to_string)
+                .collect();
+            w.sort();
+            w.dedup();
+            words.push(w);
+        }
+        AppIndex { names, words }
+    }
+}
+
+const GENERIC: &[&str] = &[
+    "api", "apis", "rest", "web", "the", "service", "platform", "v1", "v2", "v3",
+];
+
+fn strip_generic(name: &str) -> String {
+    name.split(' ')
+        .filter(|w| !GENERIC.contains(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One ranked app.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppHit {
+    pub app: u32,
+    pub score: f32,
+    /// Which name matched (normalised), for explaining the hit.
+    pub matched: String,
+}
+
+/// Edit distance with adjacent transpositions (optimal string alignment), bounded: answers
+/// `max + 1` as soon as it is exceeded.
+fn edit_distance(a: &str, b: &str, max: usize) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    if a.len().abs_diff(b.len()) > max {
+        return max + 1;
+    }
+    let mut prev2: Vec<usize> = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        cur[0] = i;
+        let mut row_min = cur[0];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                cur[j] = cur[j].min(prev2[j - 2] + 1);
+            }
+            row_min = row_min.min(cur[j]);
+        }
+        if row_min > max {
+            return max + 1;
+        }
+        std::mem::swap(&mut prev2, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()].min(max + 1)
+}
+
+/// Typos tolerated in a word of this length.
+fn typo_budget(len: usize) -> usize {
+    match len {
+        0..=3 => 0,
+        4..=7 => 1,
+        _ => 2,
+    }
+}
+
+/// How well one query word matches one name word: 1 exact, else partial credit.
+fn word_match(q: &str, w: &str) -> f32 {
+    if q == w {
+        1.0
+    } else if q.len() >= 2 && w.starts_with(q) {
+        0.6 + 0.3 * q.len() as f32 / w.len() as f32
+    } else if q.len() >= 4 && edit_distance(q, w, typo_budget(q.len())) <= typo_budget(q.len()) {
+        0.55
+    } else {
+        0.0
+    }
+}
+
+/// Score of one name against the query: tier plus coverage, or `None`.
+fn name_score(query: &str, qwords: &[&str], name: &str) -> Option<f32> {
+    if query == name {
+        return Some(5.0);
+    }
+    let compact_q: String = query.split(' ').collect();
+    let compact_n: String = name.split(' ').collect();
+    if compact_q == compact_n {
+        return Some(4.9);
+    }
+    if query.len() >= 2 && (name.starts_with(query) || compact_n.starts_with(&compact_q)) {
+        return Some(4.0 + query.len() as f32 / name.len().max(1) as f32);
+    }
+    let nwords: Vec<&str> = name.split(' ').collect();
+    // Every query word must match some word of the name.
+    let mut total = 0.0;
+    for q in qwords {
+        let best = nwords
+            .iter()
+            .map(|w| word_match(q, w))
+            .fold(0.0f32, f32::max);
+        if best == 0.0 {
+            total = -1.0;
+            break;
+        }
+        total += best;
+    }
+    if total > 0.0 {
+        let coverage = qwords.len() as f32 / nwords.len().max(1) as f32;
+        return Some(2.0 + total / qwords.len() as f32 + 0.5 * coverage.min(1.0));
+    }
+    // A typo of the whole name, spaces ignored ("gogle calendar", "twillio").
+    let budget = typo_budget(compact_q.len());
+    if budget > 0 && edit_distance(&compact_q, &compact_n, budget) <= budget {
+        return Some(2.5);
+    }
+    None
+}
+
+impl Catalog {
+    /// Apps for what a person typed, best first, at most `limit`.
+    pub fn search_apps(&self, query: &str, limit: usize) -> Vec<AppHit> {
+        let q = normalise(query);
+        if q.is_empty() || q.len() > 200 {
+            return Vec::new();
+        }
+        let qwords: Vec<&str> = q.split(' ').collect();
+        let idx = &self.app_index;
+        let mut hits: Vec<AppHit> = Vec::new();
+        for (i, names) in idx.names.iter().enumerate() {
+            let mut best: Option<(f32, &str)> = None;
+            for n in names {
+                if let Some(mut s) = name_score(&q, &qwords, &n.text) {
+                    // A former document id is weaker evidence than the product's own names.
+                    if n.kind == NameKind::Former {
+                        s -= 0.3;
+                    }
+                    if best.is_none_or(|(b, _)| s > b) {
+                        best = Some((s, &n.text));
+                    }
+                }
+            }
+            let (tier, matched) = match best {
+                Some((s, m)) => (s, m.to_string()),
+                None => {
+                    // Last resort: the query's words in the description or categories.
+                    let words = &idx.words[i];
+                    let found = qwords
+                        .iter()
+                        .filter(|w| {
+                            w.len() > 2 && words.binary_search_by(|x| x.as_str().cmp(w)).is_ok()
+                        })
+                        .count();
+                    if found == 0 {
+                        continue;
+                    }
+                    (found as f32 / qwords.len() as f32, String::new())
+                }
+            };
+            let prior = self.apps.get(i).map(|a| a.prior).unwrap_or(0.0);
+            hits.push(AppHit {
+                app: i as u32,
+                score: tier + 0.8 * prior,
+                matched,
+            });
+        }
+        let order = |a: &AppHit, b: &AppHit| b.score.total_cmp(&a.score).then(a.app.cmp(&b.app));
+        let limit = limit.max(1);
+        if hits.len() > limit {
+            hits.select_nth_unstable_by(limit - 1, order);
+            hits.truncate(limit);
+        }
+        hits.sort_by(order);
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distances_count_typos_and_transpositions() {
+        assert_eq!(edit_distance("hubspt", "hubspot", 2), 1);
+        assert_eq!(edit_distance("stirpe", "stripe", 2), 1);
+        assert_eq!(edit_distance("slak", "slack", 2), 1);
+        assert!(edit_distance("github", "gitlab", 1) > 1);
+    }
+
+    #[test]
+    fn names_score_exact_over_prefix_over_words_over_typos() {
+        let s = |q: &str, n: &str| {
+            let qw: Vec<&str> = q.split(' ').collect();
+            name_score(q, &qw, n)
+        };
+        assert!(s("slack", "slack").unwrap() > s("sla", "slack").unwrap());
+        assert!(s("google sheet", "google sheets").unwrap() > s("sheet", "google sheets").unwrap());
+        assert!(s("hubspt", "hubspot").is_some());
+        assert!(s("gogle calendar", "google calendar").is_some());
+        assert_eq!(s("zebra", "slack"), None);
+    }
+}

