@@ -34,7 +34,7 @@ pub fn slug(s: &str) -> String {
 /// `PostRefunds` → `create_refunds`, `chat.postMessage` → `chat_post_message`; without an
 /// operationId, the verb from the method and the last static path segments.
 pub fn operation_name(op: &spec::Op) -> String {
-    let verb = Verb::of_operation(op.method, &op.path);
+    let verb = naming_verb(op.method, &op.path);
     // AWS: `POST_SendMessage`, `GET_SendMessage`: the method prefix is noise.
     let id = op.operation_id.as_deref().map(|id| {
         id.strip_prefix(op.method.as_str())
@@ -94,6 +94,21 @@ pub fn operation_name(op: &spec::Op) -> String {
         .filter(|x| !x.is_empty())
         .collect::<Vec<_>>()
         .join("_")
+}
+
+/// The verb a name takes from its method: fixed as the first catalog named tools (every POST is
+/// "create"), so names stay stable when search learns finer verbs.
+fn naming_verb(method: crate::model::Method, path: &str) -> Option<Verb> {
+    use crate::model::Method;
+    let item = path.trim_end_matches('/').ends_with('}');
+    match method {
+        Method::Get if item => Some(Verb::Get),
+        Method::Get => Some(Verb::List),
+        Method::Post => Some(Verb::Create),
+        Method::Put | Method::Patch => Some(Verb::Update),
+        Method::Delete => Some(Verb::Delete),
+        _ => None,
+    }
 }
 
 /// Fits `app.op` into [`MAX_TOOL_NAME`]; a cut name gets a short hash of the full one so two cut

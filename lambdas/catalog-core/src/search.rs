@@ -14,7 +14,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Catalog, Tool};
+mod query;
+
+use crate::model::Catalog;
 use crate::text::{self, Verb};
 
 pub const NFIELDS: usize = 7;
@@ -41,6 +43,9 @@ pub enum Field {
 const WEIGHTS: [f32; NFIELDS] = [3.0, 2.0, 0.6, 1.5, 1.0, 0.4, 1.5];
 const B: [f32; NFIELDS] = [0.5, 0.6, 0.75, 0.3, 0.5, 0.75, 0.3];
 const K1: f32 = 1.2;
+/// How much an operation name made only of the request's words counts (create_image over
+/// create_image_edit for "generate an image").
+const NAME_COVERAGE_WEIGHT: f32 = 0.5;
 
 /// A single-word alias is dropped when its word also occurs in the tools of more than this many
 /// other apps: "sheets" or "tasks" are ordinary words, "slack" or "stripe" are names.
@@ -89,8 +94,10 @@ pub struct Index {
     post_tf: Vec<[u8; NFIELDS]>,
     doc_len: Vec<[u8; NFIELDS]>,
     avg_len: [f32; NFIELDS],
-    /// Sorted alias keys (stemmed words joined by spaces) with the apps they name.
-    aliases: Vec<(String, Vec<u32>)>,
+    /// Sorted alias keys (stemmed words joined by spaces) with the apps they name and how
+    /// strong the alias is (2: the app's own name or a hand-made alias; 1: derived from a
+    /// title, brand or service).
+    aliases: Vec<(String, Vec<u32>, u8)>,
     max_alias_words: u32,
 }
 
@@ -243,13 +250,13 @@ impl Index {
         index.max_alias_words = index
             .aliases
             .iter()
-            .map(|(k, _)| k.split(' ').count() as u32)
+            .map(|(k, _, _)| k.split(' ').count() as u32)
             .max()
             .unwrap_or(0);
         index
     }
 
-    fn build_aliases(&self, apps: &[AppText], docs: &[DocText]) -> Vec<(String, Vec<u32>)> {
+    fn build_aliases(&self, apps: &[AppText], docs: &[DocText]) -> Vec<(String, Vec<u32>, u8)> {
         use std::collections::{BTreeMap, BTreeSet};
         // Words that describe what a title is rather than what the app is called.
         const GENERIC: &[&str] = &[
@@ -270,15 +277,16 @@ impl Index {
             "interface",
         ];
         let generic: BTreeSet<String> = GENERIC.iter().map(|w| text::stem(w)).collect();
-        // Per key: the apps it names and the most lenient spread limit of its sources.
-        let mut keys: BTreeMap<String, (BTreeSet<u32>, usize)> = BTreeMap::new();
-        let mut add = |key: Vec<String>, app: u32, limit: usize| {
+        // Per key: the apps it names, the most lenient spread limit of its sources, strength.
+        let mut keys: BTreeMap<String, (BTreeSet<u32>, usize, u8)> = BTreeMap::new();
+        let mut add = |key: Vec<String>, app: u32, limit: usize, strength: u8| {
             if key.is_empty() || key.len() > 5 {
                 return;
             }
             let e = keys.entry(key.join(" ")).or_default();
             e.0.insert(app);
             e.1 = e.1.max(limit);
+            e.2 = e.2.max(strength);
         };
         for (i, a) in apps.iter().enumerate() {
             let i = i as u32;
@@ -286,38 +294,46 @@ impl Index {
                 .into_iter()
                 .filter(|t| !generic.contains(t))
                 .collect();
-            add(title.clone(), i, ALIAS_SPREAD_MAX);
+            add(title.clone(), i, ALIAS_SPREAD_MAX, 1);
             let brand = brand_of(a.provider);
             if let Some(b) = &brand {
-                add(vec![b.clone()], i, BRAND_SPREAD_MAX);
+                add(vec![b.clone()], i, BRAND_SPREAD_MAX, 1);
             }
             if let Some(s) = a.service {
                 let s = tokens_of(s);
                 if !s.is_empty() {
-                    add(s.clone(), i, ALIAS_SPREAD_MAX);
+                    add(s.clone(), i, ALIAS_SPREAD_MAX, 1);
                     for f in a.family {
                         let mut k = tokens_of(f);
                         k.extend(s.iter().cloned());
-                        add(k, i, ALIAS_SPREAD_MAX);
+                        add(k, i, ALIAS_SPREAD_MAX, 1);
                     }
                     if let Some(b) = &brand {
                         let mut k = vec![b.clone()];
                         k.extend(s.iter().cloned());
-                        add(k, i, ALIAS_SPREAD_MAX);
+                        add(k, i, ALIAS_SPREAD_MAX, 1);
                     }
                 }
             }
             for e in a.extra {
-                add(tokens_of(e), i, usize::MAX);
+                // A hand-made name is kept whatever its spread, unless dropping stop words
+                // shrank it to an ordinary word ("api video" → "video").
+                let raw = text::words(e).len();
+                let key = tokens_of(e);
+                if key.len() == raw {
+                    add(key, i, usize::MAX, 2);
+                } else {
+                    add(key, i, ALIAS_SPREAD_MAX, 1);
+                }
             }
         }
         keys.into_iter()
-            .filter(|(key, (owners, limit))| {
+            .filter(|(key, (owners, limit, _))| {
                 *limit == usize::MAX
                     || key.contains(' ')
                     || self.spread(key, owners, docs) <= *limit
             })
-            .map(|(k, (owners, _))| (k, owners.into_iter().collect()))
+            .map(|(k, (owners, _, strength))| (k, owners.into_iter().collect(), strength))
             .collect()
     }
 
@@ -365,11 +381,11 @@ impl Index {
         self.aliases.len()
     }
 
-    fn alias(&self, key: &str) -> Option<&[u32]> {
+    fn alias(&self, key: &str) -> Option<(&[u32], u8)> {
         self.aliases
-            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .binary_search_by(|(k, _, _)| k.as_str().cmp(key))
             .ok()
-            .map(|i| self.aliases[i].1.as_slice())
+            .map(|i| (self.aliases[i].1.as_slice(), self.aliases[i].2))
     }
 
     fn idf(&self, t: usize) -> f32 {
@@ -409,309 +425,10 @@ fn brand_of(provider: &str) -> Option<String> {
     (t.len() == 1).then(|| t[0].clone())
 }
 
-/// One query term: the words typed, its stem, and the vocabulary entries it matches with their
-/// weights.
-struct QueryTerm {
-    surface: String,
-    variants: Vec<(usize, f32)>,
-}
-
-/// Documents a search ranks: everything, or the tool ranges of some apps.
-enum Scope {
-    All,
-    Ranges(Vec<(u32, u32)>),
-}
-
-impl Catalog {
-    /// Finds the tools for a plain-language task. `app` narrows the search to one app id.
-    pub fn find(&self, query: &str, app: Option<&str>, limit: usize) -> Found {
-        let limit = limit.clamp(1, MAX_LIMIT);
-        let idx = &self.index;
-        if query.len() > 1000 {
-            return Found::empty(
-                None,
-                "The query is too long; describe the task in a sentence.".into(),
-            );
-        }
-        let words: Vec<(String, String)> = text::words(query)
-            .into_iter()
-            .filter(|w| !text::is_stop_word(w))
-            .map(|w| {
-                let s = text::stem(&w);
-                (w, s)
-            })
-            .take(MAX_QUERY_TERMS * 2)
-            .collect();
-
-        // Stage 1: which app does the query name?
-        let detected = detect_app(idx, &words);
-        let (scope_apps, used): (Option<Vec<u32>>, Vec<bool>) = match app {
-            Some(id) => {
-                let Some(a) = self.app_index_of(id) else {
-                    return Found::empty(
-                        None,
-                        format!("Unknown app '{id}'; list apps with GET /catalog."),
-                    );
-                };
-                let mut used = vec![false; words.len()];
-                if let Some((apps, span)) = &detected
-                    && apps.contains(&(a as u32))
-                {
-                    used[span.clone()].iter_mut().for_each(|u| *u = true);
-                }
-                (Some(vec![a as u32]), used)
-            }
-            None => match &detected {
-                Some((apps, span)) => {
-                    let mut used = vec![false; words.len()];
-                    used[span.clone()].iter_mut().for_each(|u| *u = true);
-                    (Some(apps.clone()), used)
-                }
-                None => (None, vec![false; words.len()]),
-            },
-        };
-        let app_label = scope_apps.as_ref().and_then(|apps| match apps.as_slice() {
-            [one] => Some(self.apps[*one as usize].slug.clone()),
-            _ => None,
-        });
-
-        if let Some(apps) = &scope_apps {
-            let terms = query_terms(idx, &words, &used);
-            if terms.is_empty() && words.iter().zip(&used).all(|(_, u)| *u) {
-                return Found::empty(
-                    app_label,
-                    "The query names only an app; add what to do, e.g. 'send a message'.".into(),
-                );
-            }
-            let ranges = apps.iter().map(|&a| self.apps[a as usize].tools).collect();
-            let (hits, hint) = rank(self, &terms, &words, &Scope::Ranges(ranges), limit);
-            // An explicit app filter is never widened.
-            if !hits.is_empty() || app.is_some() {
-                return Found {
-                    hint: if hits.is_empty() { hint } else { None },
-                    hits,
-                    app: app_label,
-                };
-            }
-        }
-        // Stage 2: the whole catalog, with every word (an alias word may be a real term).
-        let none_used = vec![false; words.len()];
-        let terms = query_terms(idx, &words, &none_used);
-        let (hits, hint) = rank(self, &terms, &words, &Scope::All, limit);
-        Found {
-            hint: if hits.is_empty() { hint } else { None },
-            hits,
-            app: None,
-        }
-    }
-}
-
-/// The longest alias in the query: the apps it names and the word span it covers.
-fn detect_app(
-    idx: &Index,
-    words: &[(String, String)],
-) -> Option<(Vec<u32>, std::ops::Range<usize>)> {
-    let max = (idx.max_alias_words as usize).min(words.len());
-    for n in (1..=max).rev() {
-        for start in 0..=words.len() - n {
-            let key = words[start..start + n]
-                .iter()
-                .map(|(_, s)| s.as_str())
-                .collect::<Vec<_>>()
-                .join(" ");
-            if let Some(apps) = idx.alias(&key) {
-                return Some((apps.to_vec(), start..start + n));
-            }
-        }
-    }
-    None
-}
-
-fn query_terms(idx: &Index, words: &[(String, String)], used: &[bool]) -> Vec<QueryTerm> {
-    let mut out: Vec<QueryTerm> = Vec::new();
-    let mut seen: Vec<&str> = Vec::new();
-    for ((surface, stem), used) in words.iter().zip(used) {
-        if *used || seen.contains(&stem.as_str()) {
-            continue;
-        }
-        seen.push(stem);
-        let mut variants = Vec::new();
-        if let Some(t) = idx.term_id(stem) {
-            variants.push((t, 1.0));
-        }
-        for syn in text::synonyms(stem) {
-            if let Some(t) = idx.term_id(syn)
-                && !variants.iter().any(|(v, _)| *v == t)
-            {
-                variants.push((t, text::SYNONYM_WEIGHT));
-            }
-        }
-        out.push(QueryTerm {
-            surface: surface.clone(),
-            variants,
-        });
-        if out.len() == MAX_QUERY_TERMS {
-            break;
-        }
-    }
-    out
-}
-
-fn rank(
-    cat: &Catalog,
-    terms: &[QueryTerm],
-    words: &[(String, String)],
-    scope: &Scope,
-    limit: usize,
-) -> (Vec<Hit>, Option<String>) {
-    let idx = &cat.index;
-    let answerable: Vec<&QueryTerm> = terms.iter().filter(|t| !t.variants.is_empty()).collect();
-    if answerable.is_empty() {
-        let hint = if terms.is_empty() {
-            "The query has no searchable words; describe the task, e.g. 'create a github issue'."
-                .to_string()
-        } else {
-            format!(
-                "None of the words ({}) occur in the catalog; try other words or name the app.",
-                terms
-                    .iter()
-                    .map(|t| t.surface.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        return (Vec::new(), Some(hint));
-    }
-    let need = if answerable.len() >= 4 {
-        answerable.len().div_ceil(2)
-    } else {
-        1
-    };
-    let verb = words.iter().find_map(|(_, s)| Verb::of_term(s));
-
-    let n_docs = idx.doc_len.len();
-    let mut acc = vec![0f32; n_docs];
-    let mut mask = vec![0u32; n_docs];
-    let mut best = vec![0f32; n_docs];
-    let mut touched: Vec<u32> = Vec::new();
-    for (bit, term) in answerable.iter().enumerate() {
-        touched.clear();
-        for &(t, weight) in &term.variants {
-            let idf = idf_weight(idx, t) * weight;
-            let range = idx.postings(t);
-            let docs = &idx.post_doc[range.clone()];
-            let mut visit = |lo: usize, hi: usize| {
-                for (p, &d) in docs.iter().enumerate().take(hi).skip(lo) {
-                    let d = d as usize;
-                    let tf = &idx.post_tf[range.start + p];
-                    let len = &idx.doc_len[d];
-                    let mut x = 0f32;
-                    for f in 0..NFIELDS {
-                        if tf[f] > 0 {
-                            let norm = 1.0 - B[f] + B[f] * len[f] as f32 / idx.avg_len[f];
-                            x += WEIGHTS[f] * tf[f] as f32 / norm;
-                        }
-                    }
-                    let s = idf * x * (K1 + 1.0) / (K1 + x);
-                    if best[d] == 0.0 {
-                        touched.push(d as u32);
-                    }
-                    if s > best[d] {
-                        best[d] = s;
-                    }
-                }
-            };
-            match scope {
-                Scope::All => visit(0, docs.len()),
-                Scope::Ranges(ranges) => {
-                    for &(a, b) in ranges {
-                        let lo = docs.partition_point(|&d| d < a);
-                        let hi = docs.partition_point(|&d| d < b);
-                        visit(lo, hi);
-                    }
-                }
-            }
-        }
-        for &d in &touched {
-            let d = d as usize;
-            acc[d] += best[d];
-            mask[d] |= 1 << bit;
-            best[d] = 0.0;
-        }
-    }
-
-    let mut cands: Vec<(f32, u32)> = Vec::new();
-    let mut best_matched = 0usize;
-    for (d, &m) in mask.iter().enumerate() {
-        if m == 0 {
-            continue;
-        }
-        let matched = m.count_ones() as usize;
-        best_matched = best_matched.max(matched);
-        if matched < need {
-            continue;
-        }
-        let tool: &Tool = &cat.tools[d];
-        let mut s = acc[d];
-        if let Some(v) = verb {
-            s *= v.method_prior(tool.method);
-        }
-        if tool.deprecated {
-            s *= 0.8;
-        }
-        cands.push((s, d as u32));
-    }
-    if cands.is_empty() {
-        let list = answerable
-            .iter()
-            .map(|t| t.surface.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
-        return (
-            Vec::new(),
-            Some(format!(
-                "No tool matches at least {need} of the {} searchable words ({list}); the best \
-                 matched {best_matched}. Use fewer, more specific words or name the app.",
-                answerable.len()
-            )),
-        );
-    }
-    let order = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-    if cands.len() > limit {
-        cands.select_nth_unstable_by(limit - 1, order);
-        cands.truncate(limit);
-    }
-    cands.sort_by(order);
-    let hits = cands
-        .into_iter()
-        .map(|(score, d)| {
-            let tool = &cat.tools[d as usize];
-            let m = mask[d as usize];
-            Hit {
-                tool: tool.name.clone(),
-                app: cat.apps[tool.app as usize].slug.clone(),
-                score,
-                matched_terms: answerable
-                    .iter()
-                    .enumerate()
-                    .filter(|(bit, _)| m & (1 << bit) != 0)
-                    .map(|(_, t)| t.surface.clone())
-                    .collect(),
-                connection: None,
-            }
-        })
-        .collect();
-    (hits, None)
-}
-
-fn idf_weight(idx: &Index, t: usize) -> f32 {
-    idx.idf(t)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Method;
+    use crate::model::{Method, Tool};
 
     /// (app id, title, provider, [(operationId, method, path, summary)])
     type Spec = (
@@ -855,6 +572,17 @@ mod tests {
                     "Create a note about a message",
                 )],
             ),
+            (
+                "weather",
+                "Weather",
+                "weather.example",
+                &[(
+                    "getForecast",
+                    Method::Get,
+                    "/forecast/{city}",
+                    "Get the forecast",
+                )],
+            ),
         ])
     }
 
@@ -880,15 +608,19 @@ mod tests {
     }
 
     #[test]
-    fn the_floor_refuses_queries_matching_under_half_their_words() {
+    fn the_floor_refuses_global_queries_sharing_single_words() {
         let cat = small();
-        // Six answerable words; appendValues matches three of them.
-        let found = cat.find("delete message spreadsheet note values append", None, 5);
+        // Five answerable words; appendValues matches three of them.
+        let found = cat.find("delete message spreadsheet values append", None, 5);
         assert_eq!(found.hits[0].tool, "zeta_sheets.appendValues", "{found:?}");
-        // Four answerable words, no tool matches two.
-        let found = cat.find("delete spreadsheet note list", None, 5);
+        // Four answerable words, no tool matches two: nothing rather than noise.
+        let found = cat.find("delete spreadsheet forecast list", None, 5);
         assert!(found.hits.is_empty(), "{found:?}");
         assert!(found.hint.unwrap().contains("at least 2 of the 4"));
+        // Inside a named app the best matches are the answer, however few words they share.
+        let found = cat.find("jot down this message thing in my notes", None, 5);
+        assert_eq!(found.app.as_deref(), Some("notes"));
+        assert_eq!(found.hits[0].tool, "notes.createMessageNote");
         // Words missing from the catalog do not count: two known words, one matches.
         let found = cat.find("delete zebra giraffe yellow purple", None, 5);
         assert_eq!(found.hits[0].tool, "acme_mail.deleteMessage");

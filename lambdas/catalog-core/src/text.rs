@@ -191,10 +191,18 @@ impl Verb {
 
     /// The verb an operation performs, from its method and whether the path ends in a parameter.
     pub fn of_operation(method: Method, path: &str) -> Option<Verb> {
-        let item = path.trim_end_matches('/').ends_with('}');
+        let path = path.trim_end_matches('/');
+        let item = path.ends_with('}');
+        // A custom method (`…/values/{range}:append`) names its own verb.
+        if let Some((_, custom)) = path.rsplit('/').next().unwrap_or("").rsplit_once(':') {
+            return Verb::of_term(&stem(&custom.to_ascii_lowercase()));
+        }
         match method {
             Method::Get if item => Some(Verb::Get),
             Method::Get => Some(Verb::List),
+            // `POST /pullrequests/{id}/merge` acts on an item; it creates nothing, so a "create"
+            // request must not find it as readily as `POST /pullrequests`.
+            Method::Post if is_action_path(path) => None,
             Method::Post => Some(Verb::Create),
             Method::Put | Method::Patch => Some(Verb::Update),
             Method::Delete => Some(Verb::Delete),
@@ -229,13 +237,30 @@ impl Verb {
     }
 }
 
+/// A path ending in a static, singular segment right after a parameter: an action on one item
+/// (`/invoices/{id}/send`, `/pulls/{n}/merge`), not a collection to add to
+/// (`/issues/{n}/comments`).
+fn is_action_path(path: &str) -> bool {
+    let mut segs = path.rsplit('/');
+    let (Some(last), Some(prev)) = (segs.next(), segs.next()) else {
+        return false;
+    };
+    prev.starts_with('{')
+        && !last.starts_with('{')
+        && !last.contains(['#', '.'])
+        && !last.ends_with('s')
+}
+
 static VERBS: LazyLock<HashMap<String, Verb>> = LazyLock::new(|| {
     let table: &[(Verb, &[&str])] = &[
         (
             Verb::Create,
             &[
                 "create", "add", "new", "make", "insert", "post", "send", "submit", "upload",
-                "write", "generate", "register", "append", "publish", "invite", "start",
+                "write", "generate", "register", "append", "publish", "invite", "start", "book",
+                "schedule", "arrange", "launch", "spin", "draft", "compose", "tell", "notify",
+                "announce", "ping", "log", "record", "put", "buy", "purchase", "pay", "save",
+                "store", "open", "setup", "declare",
             ],
         ),
         (
@@ -260,8 +285,28 @@ static VERBS: LazyLock<HashMap<String, Verb>> = LazyLock::new(|| {
         (
             Verb::Update,
             &[
-                "update", "edit", "modify", "change", "set", "patch", "rename", "replace", "move",
-                "assign", "mark",
+                "update",
+                "edit",
+                "modify",
+                "change",
+                "set",
+                "patch",
+                "rename",
+                "replace",
+                "move",
+                "assign",
+                "mark",
+                "reassign",
+                "reschedule",
+                "tick",
+                "complete",
+                "finish",
+                "close",
+                "resolve",
+                "turn",
+                "enable",
+                "disable",
+                "toggle",
             ],
         ),
         (
@@ -276,6 +321,10 @@ static VERBS: LazyLock<HashMap<String, Verb>> = LazyLock::new(|| {
                 "unsubscribe",
                 "revoke",
                 "purge",
+                "cancel",
+                "kick",
+                "trash",
+                "discard",
             ],
         ),
     ];
@@ -340,6 +389,99 @@ const SYNONYM_GROUPS: &[&[&str]] = &[
     &["label", "tag"],
     &["deal", "opportunity"],
     &["lead", "prospect"],
+    // Everyday words for what APIs call otherwise.
+    &["meeting", "call"],
+    &["music", "track", "song", "playback", "player"],
+    &["stop", "pause", "halt"],
+    &["skip", "next"],
+    &["money", "balance", "funds"],
+    &["refund", "reimburse"],
+    &[
+        "share",
+        "sharing",
+        "permission",
+        "collaborator",
+        "collaboration",
+        "acl",
+    ],
+    &["alert", "monitor", "alarm"],
+    &["silence", "mute", "downtime", "snooze"],
+    &["harmful", "moderation", "toxic", "offensive", "abusive"],
+    &["summarize", "completion", "response", "prompt"],
+    &["ask", "prompt", "completion"],
+    &["transcribe", "transcription", "transcript"],
+    &["audio", "recording", "podcast", "voice", "sound"],
+    &["speech", "speak", "aloud", "spoken", "tts"],
+    &["png", "jpeg", "jpg", "render", "image"],
+    &["feedback", "comment"],
+    &["history", "version", "revision"],
+    &["fix", "fixed", "resolve", "resolved"],
+    &["sign", "signature", "signed", "envelope"],
+    &["contract", "agreement", "envelope"],
+    &["vm", "machine", "droplet", "instance", "server"],
+    &["deploy", "deployment", "ship", "release"],
+    &["rollback", "restore", "revert"],
+    &["reboot", "restart"],
+    &["due", "deadline"],
+    &[
+        "done",
+        "complete",
+        "completed",
+        "finish",
+        "finished",
+        "tick",
+    ],
+    &["unpaid", "outstanding", "overdue"],
+    &["pay", "paid", "payment"],
+    &["cost", "price", "rate", "quote", "pricing", "estimate"],
+    &["package", "parcel", "shipment"],
+    &["track", "tracking"],
+    &["arrival", "departure", "next"],
+    &["journey", "trip", "route", "directions", "itinerary"],
+    &["cook", "recipe", "meal", "dish", "ingredient"],
+    &["concert", "gig", "show", "event"],
+    &["sale", "listing", "item"],
+    &["heart", "like", "favorite", "favourite"],
+    &["follow", "subscribe", "subscription"],
+    &["notify", "notification", "alert"],
+    &["tell", "message", "notify"],
+    &["dm", "direct", "private"],
+    &["locked", "lock", "unlock"],
+    &["offboard", "deactivate", "suspend", "disable"],
+    &["onboard", "activate", "provision"],
+    &[
+        "employee",
+        "staff",
+        "colleague",
+        "coworker",
+        "teammate",
+        "user",
+    ],
+    &["expense", "transaction", "spending"],
+    &["otp", "code", "verification", "passcode"],
+    &["carrier", "lookup"],
+    &["vote", "poll", "survey"],
+    &["signup", "subscriber", "contact"],
+    &["newsletter", "campaign", "broadcast", "blast"],
+    &["bounce", "bounced", "suppression"],
+    &["inbox", "mail", "message"],
+    &["coordinate", "geocode", "latitude", "longitude"],
+    &["place", "nearby", "near"],
+    &["elevation", "altitude"],
+    &["timezone", "zone"],
+    &["video", "clip"],
+    &["vector", "embedding"],
+    &["article", "blog", "story"],
+    &["gif", "sticker", "animation"],
+    &["flag", "feature", "toggle"],
+    &["env", "environment", "variable"],
+    &["block", "ban", "deny", "firewall"],
+    &["metric", "measurement", "gauge"],
+    &["log", "logs", "logging"],
+    &["incident", "outage"],
+    &["subtask", "piece", "step"],
+    &["watchlist", "watch"],
+    &["licence", "license"],
 ];
 
 static SYNONYMS: LazyLock<HashMap<String, Vec<String>>> = LazyLock::new(|| {

