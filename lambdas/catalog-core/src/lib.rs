@@ -4,6 +4,7 @@
 //! Pure: no network, no AWS; the only I/O is reading the artifact file.
 
 pub mod apps;
+pub mod embed;
 pub mod example;
 pub mod html;
 pub mod model;

@@ -17,9 +17,14 @@ use crate::search::Index;
 
 /// Bumped whenever the artifact layout changes; an artifact of another version is refused.
 /// 2: product apps over source documents, per-operation servers, renamed tools, chunked schemas.
-pub const FORMAT_VERSION: u32 = 2;
+/// 3: an uncompressed header, the compressed core, then the schema chunks uncompressed; the
+/// static embedding and tool vectors.
+pub const FORMAT_VERSION: u32 = 3;
 
-/// First bytes of every (uncompressed) artifact, so a wrong file fails with a clear error.
+/// Formats 1 and 2 were one zstd stream; such a file starts with a zstd frame.
+const ZSTD_FRAME: &[u8; 4] = &[0x28, 0xb5, 0x2f, 0xfd];
+
+/// First bytes of every artifact, so a wrong file fails with a clear error.
 const MAGIC: &[u8; 8] = b"PSCATLG\0";
 
 /// Largest uncompressed artifact we accept; guards the loader against a corrupt or hostile file.
@@ -39,8 +44,12 @@ pub enum CatalogError {
     },
     #[error("the catalog artifact is not zstd data or is truncated: {0}")]
     Decompress(std::io::Error),
+    #[error("the catalog artifact is truncated")]
+    Truncated,
     #[error("the catalog artifact is larger than {MAX_UNCOMPRESSED} bytes uncompressed")]
     TooLarge,
+    #[error("catalog artifact of an older layout (format 1 or 2); rebuild it")]
+    OldLayout,
     #[error("not a catalog artifact (bad magic)")]
     BadMagic,
     #[error("catalog artifact format {found}, this build reads {FORMAT_VERSION}; rebuild it")]
@@ -78,9 +87,19 @@ pub struct Catalog {
     pub former_app_ids: Vec<(String, u32)>,
     /// Tool names earlier catalogs issued that now have another name, sorted: old → tool.
     pub renamed_tools: Vec<(String, u32)>,
+    /// The static word-piece embedding tool search fuses with BM25F (empty: lexical only).
+    pub embedding: crate::embed::StaticModel,
+    /// Per tool (same order as `tools`), its unit vector quantised to i8: `embedding.dims`
+    /// values each.
+    #[serde(with = "crate::embed::i8_bytes")]
+    pub tool_vectors: Vec<i8>,
     /// Input schemas (and an example input) of [`SCHEMA_CHUNK`] consecutive tools each, as a
-    /// zstd-compressed postcard `Vec<String>` of JSON texts.
-    pub schemas: Vec<Vec<u8>>,
+    /// zstd-compressed postcard `Vec<String>` of JSON texts: chunk `i` is
+    /// `schema_blob[schema_offsets[i]..schema_offsets[i + 1]]`. The blob sits uncompressed at the
+    /// end of the artifact, so a cold start neither decompresses nor decodes it.
+    pub schema_offsets: Vec<u64>,
+    #[serde(skip)]
+    pub schema_blob: Vec<u8>,
 }
 
 /// A product as people name it: Twilio, Google Sheets, Outlook.
@@ -303,16 +322,42 @@ pub fn normalise(s: &str) -> String {
 impl Catalog {
     /// Reads and decodes an artifact written by [`Catalog::to_artifact`].
     pub fn load(path: &Path) -> Result<Catalog, CatalogError> {
-        let file = std::fs::File::open(path).map_err(|source| CatalogError::Io {
+        let bytes = std::fs::read(path).map_err(|source| CatalogError::Io {
             path: path.display().to_string(),
             source,
         })?;
-        Catalog::from_reader(std::io::BufReader::new(file))
+        Catalog::from_bytes(bytes)
     }
 
-    pub fn from_reader(compressed: impl Read) -> Result<Catalog, CatalogError> {
-        let decoder =
-            zstd::stream::read::Decoder::new(compressed).map_err(CatalogError::Decompress)?;
+    /// Layout: `MAGIC`, format version (u32 LE), length of the core (u64 LE), the core
+    /// (zstd-compressed postcard of everything but the schema blob), then the schema blob.
+    pub fn from_bytes(mut bytes: Vec<u8>) -> Result<Catalog, CatalogError> {
+        if bytes.starts_with(ZSTD_FRAME) {
+            return Err(CatalogError::OldLayout);
+        }
+        let rest = bytes
+            .strip_prefix(MAGIC.as_slice())
+            .ok_or(CatalogError::BadMagic)?;
+        let version = rest
+            .get(..4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or(CatalogError::BadMagic)?;
+        if version != FORMAT_VERSION {
+            return Err(CatalogError::Version { found: version });
+        }
+        let core_len = rest
+            .get(4..12)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_le_bytes)
+            .ok_or(CatalogError::Truncated)?;
+        let core_start = MAGIC.len() + 12;
+        let core_end = usize::try_from(core_len)
+            .ok()
+            .and_then(|l| core_start.checked_add(l))
+            .filter(|&e| e <= bytes.len())
+            .ok_or(CatalogError::Truncated)?;
+        let decoder = zstd::stream::read::Decoder::new(&bytes[core_start..core_end])
+            .map_err(CatalogError::Decompress)?;
         let mut raw = Vec::new();
         decoder
             .take(MAX_UNCOMPRESSED + 1)
@@ -321,26 +366,29 @@ impl Catalog {
         if raw.len() as u64 > MAX_UNCOMPRESSED {
             return Err(CatalogError::TooLarge);
         }
-        Catalog::from_raw(&raw)
-    }
-
-    fn from_raw(raw: &[u8]) -> Result<Catalog, CatalogError> {
-        let rest = raw
-            .strip_prefix(MAGIC.as_slice())
-            .ok_or(CatalogError::BadMagic)?;
-        let (version, rest) = postcard::take_from_bytes::<u32>(rest)?;
-        if version != FORMAT_VERSION {
-            return Err(CatalogError::Version { found: version });
+        let mut catalog: Catalog = postcard::from_bytes(&raw)?;
+        catalog.embedding.index();
+        catalog.schema_blob = bytes.split_off(core_end);
+        let blob_len = catalog.schema_blob.len() as u64;
+        let offsets_ok = catalog.schema_offsets.windows(2).all(|w| w[0] <= w[1])
+            && catalog.schema_offsets.last().is_none_or(|&e| e <= blob_len);
+        if !offsets_ok {
+            return Err(CatalogError::Truncated);
         }
-        Ok(postcard::from_bytes(rest)?)
+        Ok(catalog)
     }
 
-    /// Encodes the catalog as a zstd-compressed artifact.
+    /// Encodes the catalog as an artifact (the core compressed at `level`).
     pub fn to_artifact(&self, level: i32) -> Result<Vec<u8>, CatalogError> {
-        let mut raw = MAGIC.to_vec();
-        raw = postcard::to_extend(&FORMAT_VERSION, raw)?;
-        raw = postcard::to_extend(self, raw)?;
-        zstd::stream::encode_all(raw.as_slice(), level).map_err(CatalogError::Compress)
+        let raw = postcard::to_allocvec(self)?;
+        let core =
+            zstd::stream::encode_all(raw.as_slice(), level).map_err(CatalogError::Compress)?;
+        let mut out = MAGIC.to_vec();
+        out.extend(FORMAT_VERSION.to_le_bytes());
+        out.extend((core.len() as u64).to_le_bytes());
+        out.extend(core);
+        out.extend(&self.schema_blob);
+        Ok(out)
     }
 
     /// The app by its slug, or by any name it answered to before (a former per-document id).
@@ -410,11 +458,13 @@ impl Catalog {
         let i = self
             .tool_index_of(name)
             .ok_or_else(|| CatalogError::UnknownTool(name.to_string()))?;
-        let block = self
-            .schemas
-            .get(i / SCHEMA_CHUNK)
-            .ok_or_else(|| CatalogError::Schema(name.to_string()))?;
-        let raw = zstd::stream::decode_all(block.as_slice()).map_err(CatalogError::Decompress)?;
+        let c = i / SCHEMA_CHUNK;
+        let block = match (self.schema_offsets.get(c), self.schema_offsets.get(c + 1)) {
+            (Some(&a), Some(&b)) => self.schema_blob.get(a as usize..b as usize),
+            _ => None,
+        }
+        .ok_or_else(|| CatalogError::Schema(name.to_string()))?;
+        let raw = zstd::stream::decode_all(block).map_err(CatalogError::Decompress)?;
         let texts: Vec<String> = postcard::from_bytes(&raw)?;
         let text = texts
             .get(i % SCHEMA_CHUNK)
@@ -427,19 +477,26 @@ impl Catalog {
         self.input(name).map(|i| i.schema)
     }
 
-    /// Compresses the inputs of all tools (in tool order) into [`Catalog::schemas`] chunks.
-    pub fn schema_chunks(inputs: &[ToolInput], level: i32) -> Result<Vec<Vec<u8>>, CatalogError> {
-        inputs
-            .chunks(SCHEMA_CHUNK)
-            .map(|chunk| {
-                let texts: Vec<String> = chunk
-                    .iter()
-                    .map(|i| serde_json::to_string(i).unwrap_or_else(|_| "{}".into()))
-                    .collect();
-                let raw = postcard::to_allocvec(&texts)?;
-                zstd::stream::encode_all(raw.as_slice(), level).map_err(CatalogError::Compress)
-            })
-            .collect()
+    /// Compresses the inputs of all tools (in tool order) into chunks: the offsets and blob of
+    /// [`Catalog::schema_offsets`] / [`Catalog::schema_blob`].
+    pub fn schema_chunks(
+        inputs: &[ToolInput],
+        level: i32,
+    ) -> Result<(Vec<u64>, Vec<u8>), CatalogError> {
+        let mut offsets = vec![0u64];
+        let mut blob = Vec::new();
+        for chunk in inputs.chunks(SCHEMA_CHUNK) {
+            let texts: Vec<String> = chunk
+                .iter()
+                .map(|i| serde_json::to_string(i).unwrap_or_else(|_| "{}".into()))
+                .collect();
+            let raw = postcard::to_allocvec(&texts)?;
+            blob.extend(
+                zstd::stream::encode_all(raw.as_slice(), level).map_err(CatalogError::Compress)?,
+            );
+            offsets.push(blob.len() as u64);
+        }
+        Ok((offsets, blob))
     }
 
     pub fn tools_of(&self, app: &App) -> &[Tool] {
@@ -477,6 +534,7 @@ pub(crate) mod tests {
             schema: serde_json::json!({"type": "object", "properties": {}}),
             example: serde_json::json!({}),
         }];
+        let (schema_offsets, schema_blob) = Catalog::schema_chunks(&inputs, 3).unwrap();
         Catalog {
             source: Source {
                 packages: vec!["test@1".into()],
@@ -526,14 +584,17 @@ pub(crate) mod tests {
             app_index: AppIndex::default(),
             former_app_ids: vec![("acme_v1".into(), 0)],
             renamed_tools: vec![("acme_v1.ping".into(), 0)],
-            schemas: Catalog::schema_chunks(&inputs, 3).unwrap(),
+            embedding: Default::default(),
+            tool_vectors: Vec::new(),
+            schema_offsets,
+            schema_blob,
         }
     }
 
     #[test]
     fn an_artifact_round_trips_and_old_names_resolve() {
         let bytes = tiny().to_artifact(3).unwrap();
-        let back = Catalog::from_reader(bytes.as_slice()).unwrap();
+        let back = Catalog::from_bytes(bytes).unwrap();
         assert_eq!(back.apps, tiny().apps);
         assert_eq!(
             back.tool("acme.ping").map(|t| t.path.as_str()),
@@ -560,25 +621,29 @@ pub(crate) mod tests {
 
     #[test]
     fn foreign_or_damaged_files_are_refused_with_a_reason() {
-        let not_zstd = Catalog::from_reader(&b"hello"[..]).unwrap_err();
-        assert!(
-            matches!(not_zstd, CatalogError::Decompress(_)),
-            "{not_zstd}"
-        );
-
-        let wrong_magic = zstd::stream::encode_all(&b"NOTACATALOG"[..], 1).unwrap();
-        let err = Catalog::from_reader(wrong_magic.as_slice()).unwrap_err();
+        let err = Catalog::from_bytes(b"NOTACATALOG".to_vec()).unwrap_err();
         assert!(matches!(err, CatalogError::BadMagic), "{err}");
 
-        let mut raw = MAGIC.to_vec();
-        raw = postcard::to_extend(&(FORMAT_VERSION + 1), raw).unwrap();
-        let other = zstd::stream::encode_all(raw.as_slice(), 1).unwrap();
-        let err = Catalog::from_reader(other.as_slice()).unwrap_err();
+        let old = zstd::stream::encode_all(&b"PSCATLG\0\x02"[..], 1).unwrap();
+        let err = Catalog::from_bytes(old).unwrap_err();
         assert!(err.to_string().contains("rebuild"), "{err}");
 
-        let mut bytes = tiny().to_artifact(3).unwrap();
-        bytes.truncate(bytes.len() / 2);
-        assert!(Catalog::from_reader(bytes.as_slice()).is_err());
+        let mut other = MAGIC.to_vec();
+        other.extend((FORMAT_VERSION + 1).to_le_bytes());
+        let err = Catalog::from_bytes(other).unwrap_err();
+        assert!(err.to_string().contains("rebuild"), "{err}");
+
+        let good = tiny().to_artifact(3).unwrap();
+        for cut in [10, 20, good.len() / 2, good.len() - 1] {
+            let mut bytes = good.clone();
+            bytes.truncate(cut);
+            assert!(Catalog::from_bytes(bytes).is_err(), "cut at {cut}");
+        }
+        let mut garbage = good.clone();
+        for b in garbage.iter_mut().skip(MAGIC.len() + 12).take(40) {
+            *b ^= 0x5a;
+        }
+        assert!(Catalog::from_bytes(garbage).is_err());
     }
 
     #[test]

@@ -43,9 +43,6 @@ pub enum Field {
 const WEIGHTS: [f32; NFIELDS] = [3.0, 2.0, 0.6, 1.5, 1.0, 0.4, 1.5];
 const B: [f32; NFIELDS] = [0.5, 0.6, 0.75, 0.3, 0.5, 0.75, 0.3];
 const K1: f32 = 1.2;
-/// How much an operation name made only of the request's words counts (create_image over
-/// create_image_edit for "generate an image").
-const NAME_COVERAGE_WEIGHT: f32 = 0.5;
 
 /// A single-word alias is dropped when its word also occurs in the tools of more than this many
 /// other apps: "sheets" or "tasks" are ordinary words, "slack" or "stripe" are names.
@@ -90,8 +87,11 @@ pub struct Index {
     terms: Vec<String>,
     /// Postings of `terms[i]` are `post_start[i]..post_start[i + 1]`, sorted by document.
     post_start: Vec<u32>,
+    #[serde(with = "flat::u32s")]
     post_doc: Vec<u32>,
+    #[serde(with = "flat::fields")]
     post_tf: Vec<[u8; NFIELDS]>,
+    #[serde(with = "flat::fields")]
     doc_len: Vec<[u8; NFIELDS]>,
     avg_len: [f32; NFIELDS],
     /// Sorted alias keys (stemmed words joined by spaces) with the apps they name and how
@@ -99,6 +99,74 @@ pub struct Index {
     /// title, brand or service).
     aliases: Vec<(String, Vec<u32>, u8)>,
     max_alias_words: u32,
+}
+
+/// The index's large arrays as single byte blobs in the artifact: decoding millions of postings
+/// one serde element at a time is most of a cold start, copying bytes is not.
+mod flat {
+    use super::NFIELDS;
+    use serde::de::{Error, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    struct Bytes;
+
+    impl<'de> Visitor<'de> for Bytes {
+        type Value = Vec<u8>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a byte string")
+        }
+        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(v.to_vec())
+        }
+        fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(v)
+        }
+    }
+
+    pub mod u32s {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(v: &[u32], s: S) -> Result<S::Ok, S::Error> {
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            s.serialize_bytes(&bytes)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
+            let bytes = d.deserialize_bytes(Bytes)?;
+            if bytes.len() % 4 != 0 {
+                return Err(D::Error::custom("u32 array of odd length"));
+            }
+            Ok(bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect())
+        }
+    }
+
+    pub mod fields {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(v: &[[u8; NFIELDS]], s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(v.as_flattened())
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Vec<[u8; NFIELDS]>, D::Error> {
+            let bytes = d.deserialize_bytes(Bytes)?;
+            if bytes.len() % NFIELDS != 0 {
+                return Err(D::Error::custom("field array of odd length"));
+            }
+            Ok(bytes
+                .chunks_exact(NFIELDS)
+                .map(|c| {
+                    let mut a = [0u8; NFIELDS];
+                    a.copy_from_slice(c);
+                    a
+                })
+                .collect())
+        }
+    }
 }
 
 /// Whether the caller's account can run the tool now. The search does not know accounts: the
@@ -521,7 +589,10 @@ mod tests {
             app_index: Default::default(),
             former_app_ids: Vec::new(),
             renamed_tools: Vec::new(),
-            schemas: Vec::new(),
+            embedding: Default::default(),
+            tool_vectors: Vec::new(),
+            schema_offsets: Vec::new(),
+            schema_blob: Vec::new(),
         }
     }
 

@@ -6,6 +6,7 @@
 //! file, and an unchanged key skips the build. Tests and the CLI both go through it.
 
 mod aliases;
+pub mod eval;
 pub mod legacy;
 pub mod products;
 pub mod sources;
@@ -60,6 +61,12 @@ pub enum BuildError {
     Manifest(PathBuf, String),
     #[error(transparent)]
     Catalog(#[from] catalog_core::CatalogError),
+    #[error("{path}: {source}")]
+    Embedding {
+        path: PathBuf,
+        #[source]
+        source: catalog_core::embed::EmbedError,
+    },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
@@ -112,6 +119,14 @@ fn check_package(pkg: &Path) -> Result<String, BuildError> {
     Ok(text)
 }
 
+/// The static embedding `embed/distill.py` wrote: `$STATIC_EMBEDDING`, else
+/// `lambdas/catalog/embed/static-minilm.bin`.
+pub fn embedding_path() -> PathBuf {
+    std::env::var_os("STATIC_EMBEDDING")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("embed/static-minilm.bin"))
+}
+
 /// Every input document: the directory's, then the vendors'.
 pub fn all_docs(pkg: &Path) -> Result<Vec<SourceDoc>, BuildError> {
     let mut docs = sources::directory_docs(pkg)?;
@@ -119,9 +134,9 @@ pub fn all_docs(pkg: &Path) -> Result<Vec<SourceDoc>, BuildError> {
     Ok(docs)
 }
 
-/// The cache key: the builder's code fingerprint, the package manifest, the vendor manifest and
-/// every document's path and size. Cheap (no file contents); a pinned npm version does not
-/// change in place, and a vendor document changes its manifest hash.
+/// The cache key: the builder's code fingerprint, the package manifest, the vendor manifest, the
+/// static embedding's bytes and every document's path and size. Cheap (no document contents): a
+/// pinned npm version does not change in place, and a vendor document changes its manifest hash.
 pub fn input_key(pkg: &Path) -> Result<String, BuildError> {
     use sha2::{Digest, Sha256};
     let manifest = check_package(pkg)?;
@@ -131,6 +146,9 @@ pub fn input_key(pkg: &Path) -> Result<String, BuildError> {
     h.update(manifest.as_bytes());
     let vendor_manifest = sources::vendor_dir().join("manifest.json");
     h.update(std::fs::read(&vendor_manifest).map_err(io(&vendor_manifest))?);
+    // The model's bytes, not its size: a regenerated model has the same size.
+    let model = embedding_path();
+    h.update(std::fs::read(&model).map_err(io(&model))?);
     for d in all_docs(pkg)? {
         let len = std::fs::metadata(&d.path).map_err(io(&d.path))?.len();
         h.update(d.id.as_bytes());
@@ -687,7 +705,31 @@ fn assemble(mut parsed: Vec<Parsed>, source: Source) -> Result<(Catalog, Report)
             ToolInput { schema, example }
         })
         .collect();
-    let schemas = Catalog::schema_chunks(&inputs, ZSTD_LEVEL)?;
+    let (schema_offsets, schema_blob) = Catalog::schema_chunks(&inputs, ZSTD_LEVEL)?;
+    let model_path = embedding_path();
+    let model_bytes = std::fs::read(&model_path).map_err(io(&model_path))?;
+    let embedding = catalog_core::embed::StaticModel::parse(&model_bytes).map_err(|source| {
+        BuildError::Embedding {
+            path: model_path.clone(),
+            source,
+        }
+    })?;
+    let dims = embedding.dims as usize;
+    let tool_vectors: Vec<i8> = pending
+        .par_iter()
+        .map(|p| {
+            let words: Vec<String> = catalog_core::text::words(&p.name_source)
+                .into_iter()
+                .chain(catalog_core::text::words(&p.tool.description))
+                .filter(|w| !catalog_core::text::is_stop_word(w))
+                .collect();
+            match embedding.embed_words(words.iter().map(String::as_str)) {
+                Some(v) => catalog_core::embed::quantise(&v).collect::<Vec<i8>>(),
+                None => vec![0i8; dims],
+            }
+        })
+        .flatten()
+        .collect();
     let catalog = Catalog {
         source,
         apps,
@@ -697,7 +739,10 @@ fn assemble(mut parsed: Vec<Parsed>, source: Source) -> Result<(Catalog, Report)
         app_index,
         former_app_ids,
         renamed_tools,
-        schemas,
+        embedding,
+        tool_vectors,
+        schema_offsets,
+        schema_blob,
     };
     let report = report(&catalog, &parsed, &legacy_names);
     Ok((catalog, report))

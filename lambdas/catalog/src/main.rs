@@ -70,14 +70,14 @@ fn main() -> ExitCode {
                 catalog.index.postings_len(),
                 catalog.index.alias_count()
             );
-            let schema: usize = catalog.schemas.iter().map(Vec::len).sum();
+            let schema: usize = catalog.schema_blob.len();
             let text: usize = catalog
                 .tools
                 .iter()
                 .map(|t| t.description.len() + t.name.len() + t.path.len())
                 .sum();
             println!(
-                "tool input schemas (compressed per app): {:.1} MiB, names/paths/descriptions: {:.1} MiB",
+                "tool input schemas and examples (compressed, 16 tools a chunk): {:.1} MiB, names/paths/descriptions: {:.1} MiB",
                 schema as f64 / 1048576.0,
                 text as f64 / 1048576.0
             );
@@ -151,9 +151,71 @@ fn main() -> ExitCode {
             println!("app: {:?} hint: {:?} ({took:.2?})", found.app, found.hint);
             ExitCode::SUCCESS
         }
+        "eval" => {
+            // Our ranking on the evaluation (the tests add the BM25 baseline); `eval tune`
+            // or `eval test` prints that half's misses.
+            use platform_catalog::eval;
+            let show = std::env::args().nth(2);
+            let catalog = match catalog_core::Catalog::load(&out) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let resolver = eval::Resolver::new(&catalog);
+            let (mut all, mut tune, mut test) = Default::default();
+            for t in eval::tool_tasks() {
+                let acc = eval::accepted(&resolver, &t);
+                let rank = eval::rank_of(&catalog, &t.query, &acc);
+                eval::Metrics::add(&mut all, rank);
+                if t.tune {
+                    eval::Metrics::add(&mut tune, rank);
+                } else {
+                    eval::Metrics::add(&mut test, rank);
+                }
+                if show.as_deref() == Some("dump") {
+                    // Development: the top 50 per task, for offline analysis.
+                    let hits: Vec<String> = catalog
+                        .find(&t.query, None, 50)
+                        .hits
+                        .into_iter()
+                        .map(|h| h.tool)
+                        .collect();
+                    let accepted: Vec<&str> = acc
+                        .iter()
+                        .map(|&i| catalog.tools[i].name.as_str())
+                        .collect();
+                    println!(
+                        "{}",
+                        serde_json::json!({"id": t.id, "query": t.query, "tune": t.tune,
+                                           "hits": hits, "accepted": accepted})
+                    );
+                }
+                let half = if t.tune { "tune" } else { "test" };
+                if rank != Some(0) && show.as_deref() == Some(half) {
+                    let top: Vec<String> = catalog
+                        .find(&t.query, None, 3)
+                        .hits
+                        .into_iter()
+                        .map(|h| h.tool)
+                        .collect();
+                    println!("miss {} {:?} rank {rank:?} → {top:?}", t.id, t.query);
+                }
+            }
+            let (all, tune, test): (eval::Metrics, eval::Metrics, eval::Metrics) =
+                (all, tune, test);
+            println!(
+                "{}\n{}\n{}",
+                all.row("all"),
+                tune.row("tune"),
+                test.row("test")
+            );
+            ExitCode::SUCCESS
+        }
         other => {
             eprintln!(
-                "usage: catalog [build|rebuild|stats|apps|tools PREFIX|search QUERY [APP]] (got {other:?})"
+                "usage: catalog [build|rebuild|stats|apps|tools PREFIX|search QUERY [APP]|eval [tune|test]] (got {other:?})"
             );
             ExitCode::from(2)
         }

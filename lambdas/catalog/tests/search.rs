@@ -36,16 +36,14 @@ fn an_explicit_app_filter_is_never_widened() {
 #[test]
 fn weak_matches_give_an_empty_answer_with_a_hint() {
     let cat = common::catalog();
-    // Six words the catalog knows, but no single tool has more than two of them.
-    let found = cat.find(
-        "payroll invoice spreadsheet droplet thermostat glacier",
-        None,
-        5,
-    );
+    // Four words the catalog knows, but no tool has two of them (two in common answer). The
+    // last names an app (AWS Glacier) whose tools know none of the others, so the search falls
+    // through to the whole catalog and its floor rather than answering with Glacier's tools.
+    let found = cat.find("payroll thermostat glacier lyrics", None, 5);
     assert!(found.hits.is_empty(), "{:?}", found.hits);
     let hint = found.hint.expect("hint");
     assert!(
-        hint.contains("at least 3 of the 6 searchable words"),
+        hint.contains("at least 2 of the 4 searchable words"),
         "{hint}"
     );
 

@@ -5,11 +5,57 @@
 use super::*;
 use crate::model::Tool;
 
+/// How much an operation name made only of the request's words counts (create_image over
+/// create_image_edit for "generate an image").
+const NAME_COVERAGE_WEIGHT: f32 = 0.5;
+/// Weight of the embedding's cosine against BM25F scaled to its best candidate (1.0).
+const SEMANTIC_WEIGHT: f32 = 0.5;
+/// Inside an app, a tool no request word matches is an answer only when its cosine with the
+/// request reaches this ("bake a chocolate cake" in GitHub stays unanswered).
+const SEMANTIC_FLOOR: f32 = 0.35;
+/// Lexical candidates re-scored with the embedding across the whole catalog.
+const GLOBAL_RERANK: usize = 300;
+/// Weight of the words that named the app, inside that app.
+const ALIAS_WORD_WEIGHT: f32 = 0.3;
+/// Per path parameter.
+const DEPTH_DECAY: f32 = 0.97;
+const MODIFIER_PENALTY: f32 = 0.8;
+/// Words that make an operation a side operation of the thing named with them.
+const MODIFIERS: &[&str] = &[
+    "usage",
+    "stats",
+    "statistics",
+    "count",
+    "counts",
+    "exception",
+    "exceptions",
+    "template",
+    "templates",
+    "settings",
+    "setting",
+    "bulk",
+    "batch",
+    "preview",
+    "audit",
+    "legacy",
+    "migrate",
+    "metadata",
+    "schema",
+    "report",
+    "reports",
+    "config",
+    "validate",
+    "estimate",
+    "draft",
+];
+
 /// One query term: the words typed, its stem, and the vocabulary entries it matches with their
 /// weights.
 struct QueryTerm {
     surface: String,
     variants: Vec<(usize, f32)>,
+    /// A word that named the app: alone it does not make a tool an answer.
+    app_word: bool,
 }
 
 /// Documents a search ranks: everything, or the tool ranges of some apps.
@@ -38,6 +84,19 @@ impl Catalog {
             })
             .take(MAX_QUERY_TERMS * 2)
             .collect();
+
+        // The action asked for: the first verb we know, else a question ("what's on…",
+        // "which teams…", "how much…") asks to list or read.
+        let verb = words
+            .iter()
+            .find_map(|(_, s)| Verb::of_term(s))
+            .or_else(|| {
+                text::words(query).first().and_then(|w| match w.as_str() {
+                    "what" | "whats" | "which" | "who" | "any" | "show" => Some(Verb::List),
+                    "how" | "where" | "when" | "is" | "has" | "did" => Some(Verb::Get),
+                    _ => None,
+                })
+            });
 
         // Stage 1: which app does the query name?
         let detected = detect_app(idx, &words);
@@ -72,13 +131,15 @@ impl Catalog {
         });
 
         if let Some(apps) = &scope_apps {
-            let terms = query_terms(idx, &words, &used);
-            if terms.is_empty() && words.iter().zip(&used).all(|(_, u)| *u) {
+            if words.iter().zip(&used).all(|(_, u)| *u) {
                 return Found::empty(
                     app_label,
                     "The query names only an app; add what to do, e.g. 'send a message'.".into(),
                 );
             }
+            // The app's name words still count, weakly: "teams" in "which teams am I in on
+            // Microsoft Teams" is also what the tools are about.
+            let terms = query_terms(idx, &words, &used, ALIAS_WORD_WEIGHT);
             let ranges = apps.iter().map(|&a| self.apps[a as usize].tools).collect();
             let covered: Vec<String> = words
                 .iter()
@@ -86,12 +147,15 @@ impl Catalog {
                 .filter(|(_, u)| **u)
                 .map(|((_, s), _)| s.clone())
                 .collect();
+            let semantic = self.embed_query(&words, &used);
             let (hits, hint) = rank(
                 self,
                 &terms,
-                &words,
+                verb,
                 &covered,
+                semantic,
                 &Scope::Ranges(ranges),
+                app.is_some(),
                 limit,
             );
             // An explicit app filter is never widened.
@@ -105,13 +169,30 @@ impl Catalog {
         }
         // Stage 2: the whole catalog, with every word (an alias word may be a real term).
         let none_used = vec![false; words.len()];
-        let terms = query_terms(idx, &words, &none_used);
-        let (hits, hint) = rank(self, &terms, &words, &[], &Scope::All, limit);
+        let terms = query_terms(idx, &words, &none_used, 1.0);
+        let semantic = self.embed_query(&words, &none_used);
+        let (hits, hint) = rank(self, &terms, verb, &[], semantic, &Scope::All, false, limit);
         Found {
             hint: if hits.is_empty() { hint } else { None },
             hits,
             app: None,
         }
+    }
+}
+
+impl Catalog {
+    /// The query's embedding from the words that did not name the app.
+    fn embed_query(&self, words: &[(String, String)], used: &[bool]) -> Option<Vec<f32>> {
+        if self.tool_vectors.is_empty() {
+            return None;
+        }
+        self.embedding.embed_words(
+            words
+                .iter()
+                .zip(used)
+                .filter(|(_, u)| !**u)
+                .map(|((w, _), _)| w.as_str()),
+        )
     }
 }
 
@@ -123,7 +204,9 @@ fn detect_app(
     words: &[(String, String)],
 ) -> Option<(Vec<u32>, std::ops::Range<usize>)> {
     let max = (idx.max_alias_words as usize).min(words.len());
-    let mut best: Option<((usize, u8, usize), Vec<u32>, std::ops::Range<usize>)> = None;
+    // (words, strength, start) orders the candidates.
+    type Candidate = ((usize, u8, usize), Vec<u32>, std::ops::Range<usize>);
+    let mut best: Option<Candidate> = None;
     for n in (1..=max).rev() {
         for start in 0..=words.len() - n {
             let key = words[start..start + n]
@@ -142,15 +225,33 @@ fn detect_app(
     best.map(|(_, apps, span)| (apps, span))
 }
 
-fn query_terms(idx: &Index, words: &[(String, String)], used: &[bool]) -> Vec<QueryTerm> {
+/// The query's terms with their vocabulary variants; words that named the app count with
+/// `used_weight` and without synonyms (0 leaves them out).
+fn query_terms(
+    idx: &Index,
+    words: &[(String, String)],
+    used: &[bool],
+    used_weight: f32,
+) -> Vec<QueryTerm> {
     let mut out: Vec<QueryTerm> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     for ((surface, stem), used) in words.iter().zip(used) {
-        if *used || seen.contains(&stem.as_str()) {
+        if (*used && used_weight == 0.0) || seen.contains(&stem.as_str()) {
             continue;
         }
         seen.push(stem);
         let mut variants = Vec::new();
+        if *used {
+            if let Some(t) = idx.term_id(stem) {
+                variants.push((t, used_weight));
+            }
+            out.push(QueryTerm {
+                surface: surface.clone(),
+                variants,
+                app_word: true,
+            });
+            continue;
+        }
         if let Some(t) = idx.term_id(stem) {
             variants.push((t, 1.0));
         }
@@ -164,6 +265,7 @@ fn query_terms(idx: &Index, words: &[(String, String)], used: &[bool]) -> Vec<Qu
         out.push(QueryTerm {
             surface: surface.clone(),
             variants,
+            app_word: false,
         });
         if out.len() == MAX_QUERY_TERMS {
             break;
@@ -172,17 +274,22 @@ fn query_terms(idx: &Index, words: &[(String, String)], used: &[bool]) -> Vec<Qu
     out
 }
 
+#[allow(clippy::too_many_arguments)]
 fn rank(
     cat: &Catalog,
     terms: &[QueryTerm],
-    words: &[(String, String)],
+    verb: Option<Verb>,
     covered: &[String],
+    semantic: Option<Vec<f32>>,
     scope: &Scope,
+    explicit: bool,
     limit: usize,
 ) -> (Vec<Hit>, Option<String>) {
     let idx = &cat.index;
+    let query_stems: Vec<String> = terms.iter().map(|t| text::stem(&t.surface)).collect();
     let answerable: Vec<&QueryTerm> = terms.iter().filter(|t| !t.variants.is_empty()).collect();
-    if answerable.is_empty() {
+    let scoped = matches!(scope, Scope::Ranges(_));
+    if answerable.is_empty() && !(scoped && semantic.is_some()) {
         let hint = if terms.is_empty() {
             "The query has no searchable words; describe the task, e.g. 'create a github issue'."
                 .to_string()
@@ -203,7 +310,6 @@ fn rank(
     } else {
         1
     };
-    let verb = words.iter().find_map(|(_, s)| Verb::of_term(s));
 
     let n_docs = idx.doc_len.len();
     let mut acc = vec![0f32; n_docs];
@@ -229,9 +335,9 @@ fn rank(
             let range = idx.postings(t);
             let docs = &idx.post_doc[range.clone()];
             for_scope(docs, &mut |lo, hi| {
-                for p in lo..hi {
+                for (p, &d) in docs.iter().enumerate().take(hi).skip(lo) {
                     if idx.post_tf[range.start + p][Field::Name as usize] > 0 {
-                        let d = docs[p] as usize;
+                        let d = d as usize;
                         name_hits[d] = name_hits[d].saturating_add(1);
                     }
                 }
@@ -295,9 +401,15 @@ fn rank(
         Scope::All => need,
     };
 
+    // Bits of the words that named the app: a tool matched by those alone is not an answer.
+    let app_bits: u32 = answerable
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.app_word)
+        .fold(0, |bits, (bit, _)| bits | 1 << bit);
     let mut cands: Vec<(f32, u32)> = Vec::new();
     for (d, &m) in mask.iter().enumerate() {
-        if m == 0 {
+        if m & !app_bits == 0 {
             continue;
         }
         let matched = m.count_ones() as usize;
@@ -314,7 +426,25 @@ fn rank(
         if tool.deprecated {
             s *= 0.8;
         }
+        // Fewer parameters in the path: the direct operation before its nested copies
+        // (`/me/messages/{id}/reply` before `/me/mailFolders/{id}/messages/{id}/reply`).
+        s *= DEPTH_DECAY.powi(tool.path.matches('{').count().min(8) as i32);
+        // Side operations (usage, stats, templates…) rank behind the operation itself unless
+        // the request asks for them.
+        for w in tool.name.rsplit('.').next().unwrap_or("").split('_') {
+            if MODIFIERS.contains(&w) && !query_stems.iter().any(|q| q == &text::stem(w)) {
+                s *= MODIFIER_PENALTY;
+            }
+        }
         cands.push((s, d as u32));
+    }
+    // Inside an app the embedding may add tools no word matched, but only where some word of
+    // the request matched a tool of the app (or the caller chose the app): a request the app's
+    // tools know nothing about falls through to the whole catalog and its floor.
+    if let Some(q) = semantic
+        && (!scoped || !cands.is_empty() || explicit)
+    {
+        cands = fuse(cat, cands, &q, scope);
     }
     if cands.is_empty() {
         let list = answerable
@@ -331,7 +461,6 @@ fn rank(
             )),
         );
     }
-    let order = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
     if cands.len() > limit {
         cands.select_nth_unstable_by(limit - 1, order);
         cands.truncate(limit);
@@ -357,6 +486,48 @@ fn rank(
         })
         .collect();
     (hits, None)
+}
+
+fn order(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
+/// Adds the embedding's view: each candidate's score becomes its BM25F score relative to the
+/// best one plus `SEMANTIC_WEIGHT` × the cosine of query and tool. Inside an app every tool of
+/// the app whose cosine reaches `SEMANTIC_FLOOR` is a candidate (a request in other words than
+/// the tool's still finds it); across the
+/// catalog only the best lexical candidates are re-scored, which bounds the cost.
+fn fuse(cat: &Catalog, mut cands: Vec<(f32, u32)>, q: &[f32], scope: &Scope) -> Vec<(f32, u32)> {
+    let dims = cat.embedding.dims as usize;
+    if dims == 0 || cat.tool_vectors.len() < cat.tools.len() * dims {
+        return cands;
+    }
+    if cands.len() > GLOBAL_RERANK {
+        cands.select_nth_unstable_by(GLOBAL_RERANK - 1, order);
+        cands.truncate(GLOBAL_RERANK);
+    }
+    let best = cands.iter().map(|c| c.0).fold(0f32, f32::max);
+    let lexical = |s: f32| if best > 0.0 { s / best } else { 0.0 };
+    let cos = |d: u32| {
+        let d = d as usize;
+        crate::embed::cosine(q, &cat.tool_vectors[d * dims..(d + 1) * dims])
+    };
+    let mut out: Vec<(f32, u32)> = cands
+        .iter()
+        .map(|&(s, d)| (lexical(s) + SEMANTIC_WEIGHT * cos(d), d))
+        .collect();
+    if let Scope::Ranges(ranges) = scope {
+        let seen: std::collections::HashSet<u32> = cands.iter().map(|c| c.1).collect();
+        for &(a, b) in ranges {
+            for d in a..b {
+                let c = cos(d);
+                if c >= SEMANTIC_FLOOR && !seen.contains(&d) {
+                    out.push((SEMANTIC_WEIGHT * c, d));
+                }
+            }
+        }
+    }
+    out
 }
 
 fn idf_weight(idx: &Index, t: usize) -> f32 {
