@@ -216,6 +216,13 @@ fn tokens_of(text: &str) -> Vec<String> {
     text::terms(text)
 }
 
+/// The key of a name written in camel case as people type it, lower case and joined
+/// (`OneDrive` → `onedrive`, `SharePoint` → `sharepoint`); `None` when that is no other key.
+fn joined_form(name: &str) -> Option<Vec<String>> {
+    let joined = tokens_of(&name.to_lowercase());
+    (!joined.is_empty() && joined != tokens_of(name)).then_some(joined)
+}
+
 fn count_into(counts: &mut Vec<(String, [u8; NFIELDS])>, field: Field, terms: Vec<String>) {
     for t in terms {
         match counts.iter_mut().find(|(x, _)| *x == t) {
@@ -363,6 +370,10 @@ impl Index {
                 .filter(|t| !generic.contains(t))
                 .collect();
             add(title.clone(), i, ALIAS_SPREAD_MAX, 1);
+            // "OneDrive" splits into "one drive", but people type "onedrive".
+            if let Some(joined) = joined_form(a.title) {
+                add(joined, i, ALIAS_SPREAD_MAX, 1);
+            }
             let brand = brand_of(a.provider);
             if let Some(b) = &brand {
                 add(vec![b.clone()], i, BRAND_SPREAD_MAX, 1);
@@ -390,6 +401,9 @@ impl Index {
                 let key = tokens_of(e);
                 if key.len() == raw {
                     add(key, i, usize::MAX, 2);
+                    if let Some(joined) = joined_form(e) {
+                        add(joined, i, usize::MAX, 2);
+                    }
                 } else {
                     add(key, i, ALIAS_SPREAD_MAX, 1);
                 }
@@ -695,6 +709,14 @@ mod tests {
         // Words missing from the catalog do not count: two known words, one matches.
         let found = cat.find("delete zebra giraffe yellow purple", None, 5);
         assert_eq!(found.hits[0].tool, "acme_mail.deleteMessage");
+    }
+
+    #[test]
+    fn camel_case_names_also_answer_joined() {
+        assert_eq!(joined_form("OneDrive"), Some(tokens_of("onedrive")));
+        assert_eq!(joined_form("SharePoint"), Some(tokens_of("sharepoint")));
+        assert_eq!(joined_form("Slack"), None);
+        assert_eq!(joined_form("Microsoft Teams"), None);
     }
 
     #[test]
