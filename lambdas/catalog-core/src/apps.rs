@@ -98,11 +98,12 @@ pub struct AppHit {
 /// Edit distance with adjacent transpositions (optimal string alignment), bounded: answers
 /// `max + 1` as soon as it is exceeded.
 fn edit_distance(a: &str, b: &str, max: usize) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    if a.len().abs_diff(b.len()) > max {
+    // Most pairs differ in length by more than the budget: answer before allocating.
+    if a.chars().count().abs_diff(b.chars().count()) > max {
         return max + 1;
     }
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
     let mut prev2: Vec<usize> = vec![0; b.len() + 1];
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     let mut cur = vec![0; b.len() + 1];
@@ -148,25 +149,32 @@ fn word_match(q: &str, w: &str) -> f32 {
     }
 }
 
-/// Score of one name against the query: tier plus coverage, or `None`.
-fn name_score(query: &str, qwords: &[&str], name: &str) -> Option<f32> {
+/// `text` without its spaces, as bytes.
+fn compact(text: &str) -> impl Iterator<Item = u8> + '_ {
+    text.bytes().filter(|&b| b != b' ')
+}
+
+/// Score of one name against the query (`compact_q`: the query without spaces): tier plus
+/// coverage, or `None`. Runs for every name of the catalog, so it allocates only for typos.
+fn name_score(query: &str, compact_q: &str, qwords: &[&str], name: &str) -> Option<f32> {
     if query == name {
         return Some(5.0);
     }
-    let compact_q: String = query.split(' ').collect();
-    let compact_n: String = name.split(' ').collect();
-    if compact_q == compact_n {
+    if compact(name).eq(compact_q.bytes()) {
         return Some(4.9);
     }
-    if query.len() >= 2 && (name.starts_with(query) || compact_n.starts_with(&compact_q)) {
+    let compact_prefix = || {
+        let mut n = compact(name);
+        compact_q.bytes().all(|b| n.next() == Some(b))
+    };
+    if query.len() >= 2 && (name.starts_with(query) || compact_prefix()) {
         return Some(4.0 + query.len() as f32 / name.len().max(1) as f32);
     }
-    let nwords: Vec<&str> = name.split(' ').collect();
     // Every query word must match some word of the name.
     let mut total = 0.0;
     for q in qwords {
-        let best = nwords
-            .iter()
+        let best = name
+            .split(' ')
             .map(|w| word_match(q, w))
             .fold(0.0f32, f32::max);
         if best == 0.0 {
@@ -176,12 +184,12 @@ fn name_score(query: &str, qwords: &[&str], name: &str) -> Option<f32> {
         total += best;
     }
     if total > 0.0 {
-        let coverage = qwords.len() as f32 / nwords.len().max(1) as f32;
+        let coverage = qwords.len() as f32 / name.split(' ').count().max(1) as f32;
         return Some(2.0 + total / qwords.len() as f32 + 0.5 * coverage.min(1.0));
     }
     // A typo of the whole name, spaces ignored ("gogle calendar", "twillio").
     let budget = typo_budget(compact_q.len());
-    if budget > 0 && edit_distance(&compact_q, &compact_n, budget) <= budget {
+    if budget > 0 && edit_distance(compact_q, &name.replace(' ', ""), budget) <= budget {
         return Some(2.5);
     }
     None
@@ -195,12 +203,13 @@ impl Catalog {
             return Vec::new();
         }
         let qwords: Vec<&str> = q.split(' ').collect();
+        let compact_q = q.replace(' ', "");
         let idx = &self.app_index;
         let mut hits: Vec<AppHit> = Vec::new();
         for (i, names) in idx.names.iter().enumerate() {
             let mut best: Option<(f32, &str)> = None;
             for n in names {
-                if let Some(mut s) = name_score(&q, &qwords, &n.text) {
+                if let Some(mut s) = name_score(&q, &compact_q, &qwords, &n.text) {
                     // A former document id is weaker evidence than the product's own names.
                     if n.kind == NameKind::Former {
                         s -= 0.3;
@@ -261,7 +270,8 @@ mod tests {
     fn names_score_exact_over_prefix_over_words_over_typos() {
         let s = |q: &str, n: &str| {
             let qw: Vec<&str> = q.split(' ').collect();
-            name_score(q, &qw, n)
+            let cq: String = q.split(' ').collect();
+            name_score(q, &cq, &qw, n)
         };
         assert!(s("slack", "slack").unwrap() > s("sla", "slack").unwrap());
         assert!(s("google sheet", "google sheets").unwrap() > s("sheet", "google sheets").unwrap());
