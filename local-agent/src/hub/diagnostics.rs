@@ -127,6 +127,9 @@ pub struct NodeHealthView {
     /// Median and 95th percentile of the recent arrival intervals, ms.
     pub interval_p50_ms: Option<f64>,
     pub interval_p95_ms: Option<f64>,
+    /// The 95th-percentile interval over the median (1–2 for an evenly paced node; a node whose
+    /// packets come in bunches scores far higher).
+    pub burstiness: Option<f64>,
     /// Arrival gaps longer than [`GAP_S`] in the last 10 minutes, and the longest.
     pub gaps_recent: u32,
     pub longest_gap_s: Option<f64>,
@@ -371,8 +374,18 @@ impl NodeHealth {
         let ms = |q| {
             quantile(self.intervals.iter().map(|v| f64::from(*v)), q).map(|s| round(s * 1000.0, 1))
         };
+        let raw = |q| quantile(self.intervals.iter().map(|v| f64::from(*v)), q);
+        let burstiness = match (raw(0.5), raw(0.95)) {
+            (Some(p50), Some(p95)) if self.intervals.len() >= 20 => {
+                // Packets handed over in one go arrive microseconds apart; floor the median so the
+                // ratio stays finite.
+                Some(round(p95 / p50.max(5e-5), 1))
+            }
+            _ => None,
+        };
         NodeHealthView {
             id: id.to_string(),
+            burstiness,
             expected_hz: self.expected_hz.map(|h| round(h, 1)),
             interval_p50_ms: ms(0.5),
             interval_p95_ms: ms(0.95),

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::alerts::schedule::ScheduleEntry;
 use crate::alerts::{AlertView, AwayMode};
-use crate::doctor::checks::{CALIBRATION_STUCK_S, assess_node, hold_sentence};
+use crate::doctor::checks::{assess_node, calibration_stuck_s, hold_sentence};
 use crate::doctor::{Level, LiveHub};
 use crate::engine::records::{AnomalyRecord, BaselineRecord, FallRecord, FrameRecord};
 use crate::engine::routes;
@@ -216,7 +216,7 @@ pub fn vital(e: &Estimates, fresh: bool, heart: bool) -> Vital {
 /// Calibration state and its "why not yet".
 pub fn calibration(e: &Estimates, fresh: bool, for_s: Option<f64>) -> Calibration {
     let needs_s = PipelineConfig::default().calibration_s;
-    let stuck = e.calibrating && for_s.is_some_and(|s| s > CALIBRATION_STUCK_S);
+    let stuck = e.calibrating && for_s.is_some_and(|s| s > calibration_stuck_s());
     let detail = if !fresh {
         "Waiting for frames.".to_string()
     } else if !e.calibrating {

@@ -57,7 +57,7 @@ pub fn command(dir: &Path) -> Command {
         .env("SERVICE_SENTINEL_PORT", "0")
         .env("SERVICE_CSI_PORT", "0")
         .env("SERVICE_VIEW_PORT", "0")
-        .env("RUST_LOG", "warn");
+        .env("RUST_LOG", "error");
     cmd
 }
 
@@ -328,7 +328,7 @@ pub fn findings<'a>(report: &'a serde_json::Value, check: &str) -> Vec<&'a serde
 
 /// True when some finding of `check` has `level` and mentions `text`.
 pub fn has(report: &serde_json::Value, check: &str, level: &str, text: &str) -> bool {
-    findings(report, check).iter().any(|f| {
-        f["level"] == level && f["detail"].as_str().is_some_and(|d| d.contains(text))
-    })
+    findings(report, check)
+        .iter()
+        .any(|f| f["level"] == level && f["detail"].as_str().is_some_and(|d| d.contains(text)))
 }

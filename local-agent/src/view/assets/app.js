@@ -185,6 +185,9 @@ function renderRoutine(s) {
   setText("anomaly-nights", `${a.nights_observed} of ${a.nights_required} nights observed`);
   setText("anomaly-detail", a.detail);
   drawHourly(r.baseline.hourly_activity, r.tonight);
+  const learned = r.baseline.hourly_activity.some((v) => v !== null);
+  const tonight = r.tonight.some((v) => v !== null);
+  setText("hourly-empty", learned || tonight ? "" : "Nothing to compare yet: no night has been learned, and tonight (21:00–09:00) has no data so far.");
   const box = $("signals");
   box.replaceChildren();
   if (a.signals.length) {
@@ -197,7 +200,7 @@ function renderRoutine(s) {
 }
 
 function renderFall(f) {
-  pill("fall-state", f.state.replace("_", " "), f.alert ? "bad" : f.state === "monitoring" ? "ok" : "");
+  pill("fall-state", f.active ? f.state.replace("_", " ") : "off", f.alert ? "bad" : f.active && f.state === "monitoring" ? "ok" : "");
   setText("fall-active", f.active ? "watching live data" : "not watching: only live sensor data is watched");
   const parts = [];
   if (f.seconds_since_motion !== null) parts.push(`last motion ${fmt(f.seconds_since_motion, 0)} s ago`);
@@ -251,7 +254,8 @@ function renderTimelines() {
   drawTimeline("recent", recent, now - RECENT_MS, now, (p) => ({ t: p.t - 1000, span: 1000, data: p.data, present: p.present ? 1 : 0, motion: p.motion }));
   const withData = recent.filter((p) => p.data);
   const present = withData.filter((p) => p.present).length;
-  setText("recent-summary", withData.length ? `Someone present ${Math.round((100 * present) / withData.length)}% of the ${Math.round(withData.length / 60)} min with data.` : "No data in the last 15 minutes.");
+  const span = withData.length < 120 ? `${withData.length} s` : `${Math.round(withData.length / 60)} min`;
+  setText("recent-summary", withData.length ? `Someone present ${Math.round((100 * present) / withData.length)}% of the ${span} with data.` : "No data in the last 15 minutes.");
   const mins = state.minutes.concat(state.minute ? [state.minute] : []).filter((m) => m.t > now - DAY_MS);
   drawTimeline("day", mins, now - DAY_MS, now, (m) => ({ t: m.t, span: 60000, data: m.covered > 0, present: m.present, motion: m.motion_max }));
   const covered = mins.filter((m) => m.covered > 0);
