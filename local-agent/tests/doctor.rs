@@ -334,7 +334,7 @@ fn bursts_gaps_weak_or_saturating_signal_and_clock_skew_are_named() {
             },
             1.0,
         ),
-        // Played 10% fast: the node's clock falls behind arrival time.
+        // Played 10% fast: the node's timestamps run ahead of arrival time.
         (
             "skewed",
             LineSpec {
@@ -397,7 +397,7 @@ fn bursts_gaps_weak_or_saturating_signal_and_clock_skew_are_named() {
     let skew = findings(&report, "clock")[0]["detail"]
         .as_str()
         .unwrap_or("");
-    assert!(skew.contains("slower"), "{skew}");
+    assert!(skew.contains("10.0% faster"), "{skew}");
     agent.stop();
 }
 

@@ -184,7 +184,7 @@ fn error(status: StatusCode, code: &str, detail: &str) -> Response<ViewBody> {
 /// The page a visitor without the token sees: no data, just what to do.
 fn locked(detail: &str) -> Response<ViewBody> {
     let html = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Presence agent: locked</title></head>\
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Presence agent: locked</title></head>\
          <body><h1>Presence agent</h1><p>{}</p></body></html>",
         escape(detail)
     );
