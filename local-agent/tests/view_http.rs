@@ -173,6 +173,19 @@ async fn dns_rebinding_and_other_hosts_are_refused_even_with_the_cookie() {
         assert_eq!(r.status, 403, "{host}");
         assert!(!String::from_utf8_lossy(&r.body).contains("frame"));
     }
+    // A page served from another port of this computer shares the cookie's site, not its origin.
+    for site in ["same-site", "cross-site"] {
+        let r = raw(
+            agent.view,
+            &format!(
+                "GET /api/state HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {}\r\nSec-Fetch-Site: {site}",
+                agent.cookie()
+            ),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 403, "{site}");
+    }
     // localhost is this listener too.
     let r = raw(
         agent.view,

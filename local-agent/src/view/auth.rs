@@ -132,6 +132,19 @@ pub fn query_token(uri: &http::Uri) -> Option<&str> {
         .map(|(_, v)| v)
 }
 
+/// A request a browser made for a page of another origin (`Sec-Fetch-Site: same-site` from a
+/// server on another local port, or `cross-site`) is refused: `SameSite=Strict` does not separate
+/// ports of 127.0.0.1, and nothing on another origin has a reason to ask the view for anything.
+/// Requests without the header (scripts, older browsers) fall to the cookie and `Host` rules.
+pub fn check_fetch_site(headers: &HeaderMap) -> Result<(), Refused> {
+    match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+        None | Some("same-origin") | Some("none") => Ok(()),
+        Some(other) => Err(Refused::CrossOrigin(format!(
+            "the view answers only its own page (Sec-Fetch-Site {other:?})"
+        ))),
+    }
+}
+
 /// A state change must come from a page of this view: `Origin` is this listener, and the
 /// browser's `Sec-Fetch-Site` (when sent) says same-origin. The cookie is `SameSite=Strict`
 /// already; this also stops a page on another local port (same site, different origin).
@@ -229,6 +242,11 @@ mod tests {
             )
             .is_err()
         );
+        assert!(check_fetch_site(&h(&[("sec-fetch-site", "same-origin")])).is_ok());
+        assert!(check_fetch_site(&h(&[("sec-fetch-site", "none")])).is_ok());
+        assert!(check_fetch_site(&HeaderMap::new()).is_ok());
+        assert!(check_fetch_site(&h(&[("sec-fetch-site", "same-site")])).is_err());
+        assert!(check_fetch_site(&h(&[("sec-fetch-site", "cross-site")])).is_err());
         assert_eq!(
             query_token(&http::Uri::from_static("/?a=1&token=xyz")),
             Some("xyz")

@@ -243,7 +243,8 @@ mod tests {
     fn seconds_roll_into_minutes() {
         let h = History::default();
         let now = Instant::now();
-        let t0 = 1_800_000_000_000 - 1_800_000_000_000 % 60_000;
+        // A minute boundary (1_800_000_000_000 ms is one).
+        let t0 = 1_800_000_000_000;
         for i in 0..120 {
             h.record(
                 s(t0 + i * 1000, i < 30, if i < 10 { 0.5 } else { 0.0 }),

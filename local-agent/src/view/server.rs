@@ -209,25 +209,29 @@ pub async fn handle(req: Request<Incoming>, state: Arc<ViewState>) -> Response<V
         return error(StatusCode::FORBIDDEN, "forbidden", &why);
     }
     let path = req.uri().path().to_string();
-    if req.method() == Method::GET && path == "/" {
-        if let Some(presented) = auth::query_token(req.uri()) {
-            if state.token.matches(presented) {
-                let mut r = respond(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", full(""));
-                r.headers_mut()
-                    .insert(LOCATION, HeaderValue::from_static("/"));
-                if let Ok(v) = HeaderValue::from_str(&auth::set_cookie(port, &state.token)) {
-                    r.headers_mut().insert(SET_COOKIE, v);
-                }
-                return r;
+    if req.method() == Method::GET
+        && path == "/"
+        && let Some(presented) = auth::query_token(req.uri())
+    {
+        if state.token.matches(presented) {
+            let mut r = respond(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", full(""));
+            r.headers_mut()
+                .insert(LOCATION, HeaderValue::from_static("/"));
+            if let Ok(v) = HeaderValue::from_str(&auth::set_cookie(port, &state.token)) {
+                r.headers_mut().insert(SET_COOKIE, v);
             }
-            tracing::info!("live view visit with a wrong token refused");
-            return locked(
-                "This address has a token from an earlier start of the agent, or a mistyped one. Open the address the agent printed when it started, or run `local-agent open`.",
-            );
+            return r;
         }
+        tracing::info!("live view visit with a wrong token refused");
+        return locked(
+            "This address has a token from an earlier start of the agent, or a mistyped one. Open the address the agent printed when it started, or run `local-agent open`.",
+        );
     }
     if !auth::has_session(req.headers(), port, &state.token) {
         return locked(&Refused::NoSession.to_string());
+    }
+    if let Err(e) = auth::check_fetch_site(req.headers()) {
+        return error(StatusCode::FORBIDDEN, "forbidden", &e.to_string());
     }
     match (req.method().clone(), path.as_str()) {
         (Method::GET, "/") => respond(StatusCode::OK, "text/html; charset=utf-8", full(INDEX_HTML)),
