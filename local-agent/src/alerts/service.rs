@@ -78,6 +78,12 @@ impl Alerts {
         })
     }
 
+    /// The settings in force (the live view shows the away schedule; the doctor probes the
+    /// address).
+    pub fn config(&self) -> &AlertConfig {
+        &self.config
+    }
+
     /// The outbox as the alert log (`GET /alerts`) and sink.
     pub fn log(&self) -> Arc<dyn AlertLog> {
         self.outbox.clone()

@@ -124,6 +124,9 @@ pub struct FrameMeta {
     pub real_timestamp_s: Option<f64>,
     /// ESP32-CSI-Tool role (`AP`, `STA`, `PASSIVE`).
     pub role: Option<String>,
+    /// (AGC gain, FFT gain) as the radio reports them (esp-csi lines of C5/C6 chips). A node
+    /// whose gain changes is not gain-locked.
+    pub gain: Option<(i32, i32)>,
 }
 
 /// Converts an (imag, real) int8 buffer into subcarriers: `k = real buf[2k+1] + i·buf[2k]`.
