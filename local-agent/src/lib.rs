@@ -4,5 +4,6 @@
 pub mod alerts;
 pub mod engine;
 pub mod hub;
+pub mod mqtt;
 pub mod sensing;
 pub mod store;

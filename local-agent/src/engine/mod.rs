@@ -60,6 +60,8 @@ pub struct EngineConfig {
     pub data_dir: Option<PathBuf>,
     /// Where fall, no-breathing and anomaly alerts go.
     pub alerts: SharedSink,
+    /// The MQTT link `/health` reports (off unless the MQTT publisher shares its status).
+    pub mqtt: crate::mqtt::LinkStatus,
 }
 
 impl Default for EngineConfig {
@@ -73,6 +75,7 @@ impl Default for EngineConfig {
             routine: RoutineConfig::default(),
             data_dir: None,
             alerts: SharedSink::default(),
+            mqtt: crate::mqtt::LinkStatus::off(),
         }
     }
 }
@@ -180,6 +183,7 @@ impl Engine {
             runner.snapshots(),
             config.limits,
             started,
+            config.mqtt,
             shutdown_rx,
         ));
         tracing::info!(%addr, source = %kind, "engine listening");

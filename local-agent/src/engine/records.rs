@@ -33,6 +33,8 @@ pub struct HealthRecord {
     pub uptime_s: u64,
     /// Version of the local agent.
     pub version: String,
+    /// The MQTT link to Home Assistant's broker (an addition to the contract's shape).
+    pub mqtt: crate::mqtt::LinkView,
 }
 
 /// Real sensor nodes known to the source. The simulator and replay have none.
