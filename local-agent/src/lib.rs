@@ -6,4 +6,5 @@ pub mod engine;
 pub mod hub;
 pub mod mqtt;
 pub mod sensing;
+pub mod service;
 pub mod store;

@@ -19,8 +19,10 @@ use local_agent::hub::auth::{TokenRule, parse_allow_list};
 use local_agent::hub::emulator::{self, EmulatorOptions};
 use local_agent::hub::registry::{Registry, RegistryConfig};
 use local_agent::hub::{self, Hub, HubConfig, HubDeps};
+use local_agent::mqtt::{self, Mqtt, PublisherDeps};
 use local_agent::sensing::fall::FallConfig;
 use local_agent::sensing::pipeline::PipelineConfig;
+use local_agent::service;
 use local_agent::store::routine::RoutineStore;
 
 #[derive(Debug, Parser)]
@@ -58,6 +60,41 @@ enum Command {
         #[command(subcommand)]
         action: BaselineAction,
     },
+    /// Home Assistant over MQTT: `mqtt purge` removes our retained topics from the broker.
+    Mqtt {
+        #[command(subcommand)]
+        command: MqttCommand,
+    },
+    /// Run the agent as a desktop service (systemd user unit on Linux, launchd agent on macOS).
+    Service {
+        #[command(subcommand)]
+        command: ServiceCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum MqttCommand {
+    /// Clear our retained discovery configs and states, so Home Assistant forgets the agent's
+    /// devices. Stop the agent first (it would publish them again).
+    Purge {
+        /// Purge even though an agent answers on the engine port.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ServiceCommand {
+    /// Write, enable and start the service; options after `--` are passed to `run`
+    /// (`local-agent service install -- --source hub`).
+    Install {
+        #[arg(last = true, value_name = "RUN OPTIONS")]
+        run_args: Vec<String>,
+    },
+    /// Stop, disable and remove the service (the config and environment files stay).
+    Uninstall,
+    /// Whether the service is installed and running, and where its logs are.
+    Status,
 }
 
 #[derive(Debug, Subcommand)]
@@ -211,9 +248,26 @@ enum CliError {
     Emulator(#[from] emulator::EmulatorError),
     #[error(transparent)]
     Store(#[from] local_agent::store::routine::RoutineStoreError),
+    #[error(transparent)]
+    MqttConfig(#[from] mqtt::MqttConfigError),
+    #[error(transparent)]
+    MqttStart(#[from] mqtt::MqttStartError),
+    #[error(transparent)]
+    Purge(#[from] mqtt::purge::PurgeError),
+    #[error("{0}")]
+    Mqtt(String),
+    #[error(transparent)]
+    Service(#[from] service::ServiceError),
+    #[error("the options after `service install --` are not valid `run` options: {0}")]
+    RunArgs(String),
 }
 
 fn main() -> ExitCode {
+    // First, before any thread exists: the service's secrets come from its environment file.
+    if let Err(e) = load_env_file() {
+        eprintln!("local-agent: {e}");
+        return ExitCode::FAILURE;
+    }
     init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -228,6 +282,10 @@ fn main() -> ExitCode {
         Some(Command::Baseline {
             action: BaselineAction::Reset,
         }) => baseline_reset(),
+        Some(Command::Mqtt {
+            command: MqttCommand::Purge { force },
+        }) => mqtt_purge(force),
+        Some(Command::Service { command }) => service_command(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -287,6 +345,8 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         .map_err(CliError::Runtime)?;
     // Before binding anything: a bad alert address or CA file is a startup error.
     let alerts = Alerts::from_env()?;
+    let mqtt = Mqtt::from_env()?;
+    let mqtt_registry = Arc::clone(&registry);
     runtime.block_on(async move {
         let config = EngineConfig {
             port: args.port,
@@ -299,6 +359,7 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             },
             // Fall, no-breathing and anomaly alerts go through the same durable outbox.
             alerts: SharedSink(alerts.sink()),
+            mqtt: mqtt.link(),
             ..EngineConfig::default()
         };
         // The hub always runs (GET /alerts, the away-mode control route, node set-up); node
@@ -330,6 +391,20 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         };
         let engine = Engine::start(config, feed).await?;
         println!("local-agent engine on http://{}", engine.local_addr());
+        let mqtt_link = mqtt.link();
+        let mqtt_tasks = mqtt.spawn(PublisherDeps {
+            snapshots: engine.snapshots(),
+            away: away.clone(),
+            registry: mqtt_registry,
+        })?;
+        if mqtt_tasks.is_some() {
+            let link = mqtt_link.view();
+            println!(
+                "local-agent MQTT to {} as {} (Home Assistant discovery)",
+                link.broker.unwrap_or_default(),
+                link.client_id.unwrap_or_default()
+            );
+        }
         let alert_tasks = alerts.spawn(engine.snapshots(), away);
         if let Some(hub) = &hub {
             println!(
@@ -349,6 +424,9 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             hub.shutdown().await;
         }
         alert_tasks.shutdown().await;
+        if let Some(mqtt) = mqtt_tasks {
+            mqtt.shutdown().await;
+        }
         engine.shutdown().await;
         Ok(())
     })
@@ -465,5 +543,85 @@ fn away(args: &AwayArgs) -> Result<(), CliError> {
     };
     let on = small_runtime()?.block_on(alerts_cli::away(args.port, command))?;
     println!("away mode is {}", if on { "on" } else { "off" });
+    Ok(())
+}
+
+/// Reads `SERVICE_ENV_FILE` (the desktop service's secrets) into the environment. Variables
+/// already set win.
+fn load_env_file() -> Result<(), service::envfile::EnvFileError> {
+    let Some(path) = std::env::var_os(service::envfile::ENV_FILE_ENV).filter(|p| !p.is_empty())
+    else {
+        return Ok(());
+    };
+    for (key, value) in service::envfile::load(std::path::Path::new(&path))? {
+        if std::env::var_os(&key).is_none() {
+            // SAFETY: called first thing in `main`, before the runtime or any other thread
+            // exists, so nothing can read the environment concurrently.
+            unsafe { std::env::set_var(key, value) };
+        }
+    }
+    Ok(())
+}
+
+fn mqtt_purge(force: bool) -> Result<(), CliError> {
+    let Some(config) = mqtt::MqttConfig::load()? else {
+        return Err(CliError::Mqtt(
+            "MQTT is not configured: set mqtt_url in the config file (the broker to purge)".into(),
+        ));
+    };
+    let runtime = small_runtime()?;
+    if !force {
+        let port = std::env::var(PORT_ENV)
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(DEFAULT_PORT);
+        if let Some(state) = runtime.block_on(mqtt::purge::running_agent_link(port)) {
+            return Err(CliError::Mqtt(format!(
+                "an agent is running on 127.0.0.1:{port} with MQTT {state}; stop it first \
+                 (it would publish everything again), or pass --force"
+            )));
+        }
+    }
+    let report = runtime.block_on(mqtt::purge::purge(&config))?;
+    println!(
+        "cleared {} discovery configs and {} state topics on {} (Home Assistant removes the entities)",
+        report.discovery.len(),
+        report.states.len(),
+        config.broker
+    );
+    for topic in report.discovery.iter().chain(report.states.iter()) {
+        println!("  {topic}");
+    }
+    Ok(())
+}
+
+fn service_command(command: ServiceCommand) -> Result<(), CliError> {
+    let run_args = match &command {
+        ServiceCommand::Install { run_args } => {
+            // The service must start; refuse options `run` would reject.
+            let argv = ["local-agent", "run"]
+                .into_iter()
+                .map(String::from)
+                .chain(run_args.iter().cloned());
+            if let Err(e) = Cli::try_parse_from(argv) {
+                return Err(CliError::RunArgs(
+                    e.to_string().lines().next().unwrap_or_default().to_string(),
+                ));
+            }
+            run_args.clone()
+        }
+        _ => Vec::new(),
+    };
+    let env = service::ServiceEnv::from_process(run_args)?;
+    let mut out = std::io::stdout().lock();
+    match command {
+        ServiceCommand::Install { .. } => service::install(&env, &service::System, &mut out)?,
+        ServiceCommand::Uninstall => service::uninstall(&env, &service::System, &mut out)?,
+        ServiceCommand::Status => {
+            if !service::status(&env, &service::System, &mut out)?.running {
+                return Err(service::ServiceError::NotRunning.into());
+            }
+        }
+    }
     Ok(())
 }
