@@ -333,6 +333,43 @@ async fn the_away_switch_works_from_mqtt_and_follows_the_cli() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn home_assistant_coming_online_gets_discovery_and_states_again() {
+    let broker = Broker::start("birth");
+    let observer = Observer::start(&broker).await;
+    let id = "pa-birth";
+    let n = names(id);
+    let mut agent = Agent::new("birth", &mqtt_config(&broker.url(), id, None));
+    agent.spawn(&["--scene", "empty"], Some(USER), Some(PASSWORD));
+    let config = format!("{}/binary_sensor/{id}/occupancy/config", n.prefix);
+    let away = format!("{}/away_mode/state", n.base);
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            !observer.history(&config).is_empty() && !observer.history(&away).is_empty()
+        })
+        .await,
+        "{}",
+        agent.log()
+    );
+    // Discovery goes out once per connection, and the away state only when it changes ...
+    assert_eq!(observer.history(&config).len(), 1);
+    assert_eq!(observer.history(&away).len(), 1);
+    // ... until Home Assistant (re)starts and sends its birth message.
+    broker.mosquitto_pub(&format!("{}/status", n.prefix), "online", false);
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            observer.history(&config).len() == 2 && observer.history(&away).len() == 2
+        })
+        .await
+    );
+    // Its last will (`offline`) changes nothing.
+    broker.mosquitto_pub(&format!("{}/status", n.prefix), "offline", false);
+    let h = agent
+        .health_until(Duration::from_secs(5), |h| mqtt_state(h) == "connected")
+        .await;
+    assert_eq!(h["mqtt"]["dropped"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_restart_is_survived_and_everything_is_published_again() {
     let mut broker = Broker::start("restart");
     let id = "pa-restart";
@@ -471,10 +508,15 @@ async fn a_wrong_password_is_reported_and_the_agent_keeps_sensing() {
     let log = agent.log();
     assert!(log.contains("refused"), "{log}");
     assert!(!log.contains(wrong), "the password was logged:\n{log}");
-    // The doctor's line for it names what to check.
+    // The doctor's finding for it names what to check.
     let view: local_agent::mqtt::LinkView = serde_json::from_value(h["mqtt"].clone()).unwrap();
-    let (ok, line) = view.summary();
-    assert!(!ok && line.contains("SERVICE_MQTT_PASSWORD"), "{line}");
+    let d = view.diagnosis();
+    assert_eq!(d.level, local_agent::mqtt::link::Severity::Problem);
+    assert!(
+        d.fix.unwrap().contains("SERVICE_MQTT_PASSWORD"),
+        "{}",
+        d.detail
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -73,46 +73,97 @@ impl LinkView {
         }
     }
 
-    /// One line a person can act on, and whether it is healthy: what a doctor check prints.
-    /// `Off` counts as healthy (MQTT is optional).
-    pub fn summary(&self) -> (bool, String) {
+    /// What a doctor check reports: a level, what was found and what to do, one sentence each.
+    /// `Off` is fine (MQTT is optional).
+    pub fn diagnosis(&self) -> Diagnosis {
         let broker = self.broker.as_deref().unwrap_or("the broker");
         let since = self
             .since
             .as_deref()
             .map(|s| format!(" since {s}"))
             .unwrap_or_default();
-        let error = self
-            .last_error
-            .as_deref()
-            .map(|e| format!(": {e}"))
-            .unwrap_or_default();
+        let error = self.last_error.as_deref().unwrap_or("no answer yet");
         match self.state {
-            LinkState::Off => (
-                true,
-                "MQTT is off (set mqtt_url in the config file to publish to Home Assistant)".into(),
+            LinkState::Off => Diagnosis::ok(
+                "MQTT is off, so nothing is published to Home Assistant (set mqtt_url in the config file to turn it on).",
             ),
-            LinkState::Connecting => (false, format!("MQTT: connecting to {broker}{since}{error}")),
-            LinkState::Connected => (
-                self.dropped == 0,
-                format!(
-                    "MQTT: connected to {broker}{since}; {} messages published, {} dropped",
-                    self.published, self.dropped
+            LinkState::Connected if self.dropped == 0 => Diagnosis::ok(format!(
+                "Connected to {broker} as {}{since}; {} messages published.",
+                self.client_id.as_deref().unwrap_or("?"),
+                self.published
+            )),
+            LinkState::Connected => Diagnosis {
+                level: Severity::Warning,
+                detail: format!(
+                    "Connected to {broker}, but {} of {} messages were dropped because the broker took them slower than the agent sent them.",
+                    self.dropped,
+                    self.published + self.dropped
                 ),
-            ),
-            LinkState::Disconnected => (
-                false,
-                format!(
-                    "MQTT: not connected to {broker}{since}{error}; the agent keeps sensing and retries with backoff"
+                fix: Some(
+                    "Check the broker's load and the network to it; states catch up by themselves once it keeps up."
+                        .into(),
                 ),
-            ),
-            LinkState::AuthFailed => (
-                false,
-                format!(
-                    "MQTT: {broker} refused the user name or password{error}; check SERVICE_MQTT_USERNAME and \
-                     SERVICE_MQTT_PASSWORD (or SERVICE_MQTT_PASSWORD_FILE) and the broker's user list"
+            },
+            LinkState::Connecting => Diagnosis {
+                level: Severity::Warning,
+                detail: format!("Connecting to {broker}{since}."),
+                fix: Some(
+                    "If this lasts, check that the broker runs and that mqtt_url names its host and MQTT port."
+                        .into(),
                 ),
-            ),
+            },
+            LinkState::Disconnected => Diagnosis {
+                level: Severity::Problem,
+                detail: format!(
+                    "Not connected to {broker}{since}: {error}. The agent keeps sensing and retries with backoff."
+                ),
+                fix: Some(
+                    if error.starts_with("TLS") {
+                        "Set mqtt_ca to the broker's CA certificate (PEM), and check that the host in mqtt_url is in the broker's certificate."
+                    } else if error.starts_with("no answer") {
+                        "Check that mqtt_url names the broker's MQTT port (mqtts:// for a TLS port, mqtt:// for a plain one)."
+                    } else {
+                        "Check that the broker runs and that mqtt_url names its host and port."
+                    }
+                    .into(),
+                ),
+            },
+            LinkState::AuthFailed => Diagnosis {
+                level: Severity::Problem,
+                detail: format!("{broker} refused the agent's login: {error}."),
+                fix: Some(
+                    "Check SERVICE_MQTT_USERNAME and SERVICE_MQTT_PASSWORD (or SERVICE_MQTT_PASSWORD_FILE) against the broker's users."
+                        .into(),
+                ),
+            },
+        }
+    }
+}
+
+/// How bad a link diagnosis is (the doctor's levels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Ok,
+    Warning,
+    Problem,
+}
+
+/// One doctor finding about the MQTT link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnosis {
+    pub level: Severity,
+    /// What was found, one sentence.
+    pub detail: String,
+    /// What to do, one sentence; `None` when nothing needs doing.
+    pub fix: Option<String>,
+}
+
+impl Diagnosis {
+    fn ok(detail: impl Into<String>) -> Self {
+        Self {
+            level: Severity::Ok,
+            detail: detail.into(),
+            fix: None,
         }
     }
 }
@@ -246,9 +297,9 @@ mod tests {
     fn off_is_healthy_and_says_how_to_turn_it_on() {
         let v = LinkStatus::off().view();
         assert_eq!(v, LinkView::off());
-        let (ok, line) = v.summary();
-        assert!(ok);
-        assert!(line.contains("mqtt_url"), "{line}");
+        let d = v.diagnosis();
+        assert_eq!(d.level, Severity::Ok);
+        assert!(d.detail.contains("mqtt_url"), "{d:?}");
         let json = serde_json::to_value(&v).unwrap();
         assert_eq!(json["state"], "off");
         assert!(json["broker"].is_null());
@@ -259,9 +310,9 @@ mod tests {
         let s = LinkStatus::connecting("mqtt://b:1883".into(), "id".into());
         assert_eq!(s.state(), LinkState::Connecting);
         s.set_auth_failed("bad user name or password".into());
-        let (ok, line) = s.view().summary();
-        assert!(!ok);
-        assert!(line.contains("SERVICE_MQTT_PASSWORD"), "{line}");
+        let d = s.view().diagnosis();
+        assert_eq!(d.level, Severity::Problem);
+        assert!(d.fix.unwrap().contains("SERVICE_MQTT_PASSWORD"));
         s.set_connected();
         s.set_disconnected("connection reset".into());
         s.set_connected();
@@ -272,6 +323,8 @@ mod tests {
         s.count_dropped();
         let v = s.view();
         assert_eq!((v.published, v.dropped), (1, 1));
-        assert!(!v.summary().0, "drops make the link unhealthy");
+        assert_eq!(v.diagnosis().level, Severity::Warning, "drops need a look");
+        s.set_disconnected("TLS failed: invalid peer certificate: UnknownIssuer".into());
+        assert!(s.view().diagnosis().fix.unwrap().contains("mqtt_ca"));
     }
 }
