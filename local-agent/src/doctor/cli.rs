@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{Context, Ports, Report, checks, run};
-use crate::view::runtime::{self, RuntimeInfo};
+use crate::runtime::{self, RuntimeInfo};
 
 /// Longest wait for the running agent's findings (its TLS probe alone may take 5 s).
 const AGENT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -21,7 +21,7 @@ pub async fn doctor(ports: Ports) -> Report {
             Err(e) => tracing::info!(error = %e, "no running agent answered; checking without it"),
         }
     }
-    run(&checks(), &ctx).await
+    run(&checks::all(), &ctx).await
 }
 
 /// Asks a running agent's live view for its findings.

@@ -24,9 +24,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::alerts::config::AlertConfig;
+use crate::engine::history::History;
 use crate::engine::runner::SnapshotReceiver;
 use crate::hub::registry::Registry;
-use crate::view::history::History;
+use crate::link::LinkStatus;
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -178,6 +179,8 @@ pub struct Live {
     pub hub: Option<LiveHub>,
     pub view_addr: Option<SocketAddr>,
     pub history: Arc<History>,
+    /// The Home Assistant (MQTT) link.
+    pub mqtt: LinkStatus,
 }
 
 /// What the checks look at.
@@ -188,6 +191,8 @@ pub struct Context {
     pub data_dir: Result<PathBuf, String>,
     /// The alert settings, or why they cannot be read.
     pub alert: Result<AlertConfig, String>,
+    /// The MQTT broker configured (`None`: MQTT off), or why the settings cannot be read.
+    pub mqtt: Result<Option<String>, String>,
     /// Inside a running agent.
     pub live: Option<Live>,
 }
@@ -199,6 +204,9 @@ impl Context {
             ports,
             data_dir: crate::store::data_dir().map_err(|e| e.to_string()),
             alert: AlertConfig::load().map_err(|e| e.to_string()),
+            mqtt: crate::mqtt::MqttConfig::load()
+                .map(|c| c.map(|c| c.broker.to_string()))
+                .map_err(|e| e.to_string()),
             live: None,
         }
     }
@@ -214,25 +222,6 @@ pub trait Check: Send + Sync {
     /// Runs the check; returns at least one finding (`ok` when all is well), or none when it does
     /// not apply (live checks outside a running agent).
     fn run<'a>(&'a self, ctx: &'a Context) -> CheckFuture<'a>;
-}
-
-/// Every check, in the order a support person would go (ports, ingest, nodes, signal,
-/// calibration, then alerts and storage).
-pub fn checks() -> Vec<Box<dyn Check>> {
-    vec![
-        Box::new(checks::PortsCheck),
-        Box::new(checks::UdpIngestCheck),
-        Box::new(checks::NodesCheck),
-        Box::new(checks::TimingCheck),
-        Box::new(checks::ChannelCheck),
-        Box::new(checks::RssiCheck),
-        Box::new(checks::GainCheck),
-        Box::new(checks::ClockCheck),
-        Box::new(checks::CalibrationCheck),
-        Box::new(checks::AlertsCheck),
-        Box::new(checks::DataDirCheck),
-        Box::new(checks::StoresCheck),
-    ]
 }
 
 /// Runs `list` over `ctx`, one after the other (some bind ports; none is slow but the TLS

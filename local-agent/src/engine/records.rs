@@ -34,6 +34,8 @@ pub struct HealthRecord {
     pub uptime_s: u64,
     /// Version of the local agent.
     pub version: String,
+    /// The MQTT link to Home Assistant's broker (an addition to the contract's shape).
+    pub mqtt: crate::link::LinkView,
 }
 
 /// Readiness of the routine model that predicts a normal night.

@@ -6,15 +6,14 @@
 //! the page, its script and styles (`assets/`), drawn with canvas by our own code. No request
 //! leaves the computer.
 //!
-//! - [`history`]: the 1 Hz recorder behind the timelines (runs whether or not anyone watches).
+//! - [`crate::engine::history`]: the 1 Hz recorder behind the timelines (runs whether or not
+//!   anyone watches).
 //! - [`adapter`]: the page's state, built from the engine's snapshot, the hub and the alert log.
 //! - [`server`]: routes, Server-Sent Events, the away switch, the doctor's findings.
-//! - [`runtime`]: the runtime file `open` and `doctor` read.
+//! - [`crate::runtime`]: the runtime file `open` and `doctor` read, which the view writes.
 
 pub mod adapter;
 pub mod auth;
-pub mod history;
-pub mod runtime;
 pub mod server;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -30,6 +29,7 @@ use crate::alerts::schedule::AwaySchedule;
 use crate::alerts::{AlertLog, AwayMode};
 use crate::doctor;
 use crate::engine::server::Limits;
+use crate::runtime;
 use auth::Token;
 use server::ViewState;
 

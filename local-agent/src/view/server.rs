@@ -29,14 +29,13 @@ use tokio::sync::{Semaphore, mpsc, watch};
 
 use super::adapter::{self, Inputs};
 use super::auth::{self, Refused, Token};
-use super::history::{Minute, Sample};
 use crate::alerts::schedule::AwaySchedule;
 use crate::alerts::{AlertLog, AlertView, AwayMode};
 use crate::doctor::{self, Check, Report};
+use crate::engine::history::{Minute, Sample};
 use crate::engine::server::{Limits, accept_next};
 
-/// Every answer carries this header, so `doctor` can tell the view's port from another program's.
-pub const VIEW_HEADER: &str = "x-presence-view";
+use crate::runtime::VIEW_HEADER;
 
 /// Time between two updates of a watching page.
 pub const UPDATE_PERIOD: Duration = Duration::from_millis(500);
@@ -92,7 +91,7 @@ impl ViewState {
             port,
             token,
             doctor,
-            checks: doctor::checks(),
+            checks: doctor::checks::all(),
             alerts,
             away,
             schedule,

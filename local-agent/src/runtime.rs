@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 
 pub const FILE: &str = "view.json";
 
+/// Every answer of the live view carries this header, so `doctor` can tell the view's port from
+/// another program's.
+pub const VIEW_HEADER: &str = "x-presence-view";
+
 /// What the file holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RuntimeInfo {
