@@ -10,13 +10,16 @@
 
 use std::collections::HashMap;
 
-use super::csi::CsiFrame;
+use num_complex::Complex32;
+
+use super::csi::{CsiFrame, CsiShape};
 use super::dsp::rate::{Arrival, RateTracker};
 use super::dsp::resample::{GridStep, UniformGrid};
 use super::motion::MotionDetector;
 use super::presence::{BreathEvidence, PresenceTracker};
 use super::range::{RangeEstimator, sanitise};
-use super::vitals::{GRID_HZ, VitalsConfig, VitalsEstimator};
+use super::still::StillCue;
+use super::vitals::{GRID_HZ, HeartDiag, VitalsConfig, VitalsEstimator};
 
 /// Tunables of the pipeline. `Default` gives the production settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,12 +73,52 @@ pub struct Estimates {
     pub moving: bool,
     /// Links (node, layout) currently contributing.
     pub links: usize,
+    /// Why `breathing_bpm` is null (`None` while a rate is shown).
+    pub breathing_null: Option<VitalNull>,
+    /// Why `heart_bpm` is null (`None` while a rate is shown).
+    pub heart_null: Option<VitalNull>,
     /// Unsmoothed motion of the latest grid tick: the mean packet-to-packet amplitude change
     /// (relative to the mean amplitude), max over links. Not calibrated: only its ratio to the
     /// same link's recent level means anything (a recalibration must not move it). `motion` is
     /// smoothed for display and presence; this keeps the short burst of a fall's impact for the
     /// fall monitor.
     pub motion_burst: f64,
+}
+
+/// Why a vital sign carries no value, for people looking at a null.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VitalNull {
+    /// Nobody is in the room (or nobody has been found yet).
+    NotPresent,
+    /// The empty-room calibration is still running and nobody has been found.
+    Calibrating,
+    /// Someone moves: body motion swamps chest motion.
+    Moving,
+    /// Still, but the analysis window is filling (24–30 s of stillness are needed, then three
+    /// agreeing windows).
+    Settling,
+    /// Still and analysed, but no rate passed the quality gates.
+    WeakSignal,
+    /// Heart only: no breathing rate, so breathing cannot be removed from the heart band.
+    NoBreathing,
+}
+
+/// The detail behind the fused vitals, for the live view: the chest-motion waveform of the link
+/// that carries breathing, and what the heart estimators saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VitalsDetail {
+    /// Link (node id) the waveform comes from.
+    pub node_id: Option<String>,
+    /// Filtered chest motion (breathing band, drift removed), unit RMS, oldest first.
+    pub breathing_waveform: Vec<f32>,
+    /// Sample rate of the waveform, Hz.
+    pub waveform_hz: f32,
+    /// Series the link analyses (amplitudes + phases), and phase series among the breathing
+    /// selection (0 = amplitude only).
+    pub series: usize,
+    pub breathing_phase_series: usize,
+    pub heart: HeartDiag,
 }
 
 /// Subcarriers of the LLTF block used for range (the series every layout shares).
@@ -99,6 +142,18 @@ struct LinkView {
     range_snr: Option<f64>,
     calibrating: bool,
     burst: f64,
+    /// The vitals window is still filling (not enough still data analysed yet).
+    settling: bool,
+}
+
+/// Where a link's phase series come from.
+#[derive(Debug, Clone, PartialEq)]
+enum PhaseSource {
+    /// Products `h_a · conj(h_b)` of these block pairs (same stream, two receive chains), per
+    /// tone: the per-packet phase offsets the chains share cancel.
+    ChainPairs(Vec<(usize, usize)>),
+    /// One chain: the phase of the sanitised subcarriers (the range block).
+    Sanitised,
 }
 
 #[derive(Debug)]
@@ -109,17 +164,54 @@ struct Link {
     presence: PresenceTracker,
     vitals: VitalsEstimator,
     range: RangeEstimator,
+    still: StillCue,
     n_sc: usize,
+    shape: CsiShape,
+    /// Tones per block (chain-stream link).
+    tones: usize,
+    phase_source: PhaseSource,
+    /// Complex products per frame (0 for a single chain).
+    n_prod: usize,
+    /// Subcarriers handed to the range estimator.
+    n_range: usize,
     amps: Vec<f32>,
     row: Vec<f32>,
     sanitised: Vec<f32>,
+    /// Phase tracking per phase series: last valid value on the grid and its unwrapped phase.
+    last_z: Vec<Complex32>,
+    unwrapped: Vec<f32>,
+    phases: Vec<f32>,
+    done: Vec<f32>,
     last_frame: u64,
     view: LinkView,
 }
 
 impl Link {
-    fn new(cfg: &PipelineConfig, n_sc: usize) -> Self {
+    fn new(cfg: &PipelineConfig, n_sc: usize, shape: CsiShape) -> Self {
         let tick = 1.0 / f64::from(GRID_HZ);
+        let blocks = shape.blocks(n_sc);
+        let tones = n_sc / blocks.max(1);
+        let (rx, tx) = (usize::from(shape.rx.max(1)), usize::from(shape.tx.max(1)));
+        let phase_source = if blocks > 1 && rx >= 2 {
+            let mut pairs = Vec::new();
+            for t in 0..tx {
+                for a in 0..rx {
+                    for b in a + 1..rx {
+                        pairs.push((a * tx + t, b * tx + t));
+                    }
+                }
+            }
+            PhaseSource::ChainPairs(pairs)
+        } else {
+            PhaseSource::Sanitised
+        };
+        let n_prod = match &phase_source {
+            PhaseSource::ChainPairs(p) => p.len() * tones,
+            PhaseSource::Sanitised => 0,
+        };
+        // Range looks at the first block's tones (the first 64 slots of an ESP32 buffer).
+        let n_range = RANGE_SUBCARRIERS.min(tones);
+        let n_phase = if n_prod > 0 { n_prod } else { n_range };
         Self {
             rate: RateTracker::new(),
             grid: UniformGrid::new(tick, cfg.max_gap_s),
@@ -127,10 +219,20 @@ impl Link {
             presence: PresenceTracker::new(cfg.calibration_s, tick),
             vitals: VitalsEstimator::new(cfg.vitals.clone()),
             range: RangeEstimator::new(),
+            still: StillCue::new(),
             n_sc,
+            shape,
+            tones,
+            phase_source,
+            n_prod,
+            n_range,
             amps: Vec::with_capacity(n_sc),
-            row: Vec::with_capacity(n_sc + 2 * RANGE_SUBCARRIERS),
-            sanitised: Vec::with_capacity(2 * RANGE_SUBCARRIERS),
+            row: Vec::with_capacity(n_sc + 2 * n_prod + 2 * n_range),
+            sanitised: Vec::with_capacity(2 * n_range),
+            last_z: vec![Complex32::new(0.0, 0.0); n_phase],
+            unwrapped: vec![0.0; n_phase],
+            phases: Vec::with_capacity(n_phase),
+            done: Vec::new(),
             last_frame: 0,
             view: LinkView::default(),
         }
@@ -172,10 +274,32 @@ impl Link {
         let inv = 1.0 / mean;
         self.amps.iter_mut().for_each(|a| *a *= inv);
         self.motion.push(&self.amps);
-        let nr = RANGE_SUBCARRIERS.min(frame.csi.len());
-        sanitise(&frame.csi, nr, mean, &mut self.sanitised);
+        sanitise(
+            &frame.csi[..self.tones.min(frame.csi.len())],
+            self.n_range,
+            mean,
+            &mut self.sanitised,
+        );
         self.row.clear();
         self.row.extend_from_slice(&self.amps);
+        if let PhaseSource::ChainPairs(pairs) = &self.phase_source {
+            // Normalised by the packet's mean power so that cell averages are not dominated by
+            // the packets the AGC happened to amplify.
+            let norm = inv * inv;
+            let t = self.tones;
+            for &(a, b) in pairs {
+                let (ha, hb) = (
+                    &frame.csi[a * t..(a + 1) * t],
+                    &frame.csi[b * t..(b + 1) * t],
+                );
+                for (x, y) in ha.iter().zip(hb) {
+                    let z = x * y.conj() * norm;
+                    let ok = z.re.is_finite() && z.im.is_finite();
+                    self.row.push(if ok { z.re } else { 0.0 });
+                    self.row.push(if ok { z.im } else { 0.0 });
+                }
+            }
+        }
         self.row.extend_from_slice(&self.sanitised);
         self.last_frame = frame_no;
         let mut ticked = false;
@@ -197,29 +321,74 @@ impl Link {
         (true, ticked)
     }
 
+    /// Phase of every phase series on this tick, unwrapped along time (steps between ticks are
+    /// far below π for chest motion), NaN where the series has no value.
+    fn track_phases(&mut self, z: &[f32]) {
+        self.phases.clear();
+        for (j, pair) in z.chunks_exact(2).enumerate() {
+            let Some(last) = self.last_z.get_mut(j) else {
+                break;
+            };
+            let c = Complex32::new(pair[0], pair[1]);
+            let m = c.norm_sqr();
+            if !(m > 0.0 && m.is_finite()) {
+                self.phases.push(f32::NAN);
+                continue;
+            }
+            if last.norm_sqr() > 0.0 {
+                self.unwrapped[j] += (c * last.conj()).arg();
+            } else {
+                self.unwrapped[j] = c.arg();
+            }
+            *last = c;
+            self.phases.push(self.unwrapped[j]);
+        }
+    }
+
     fn on_tick(&mut self, t_s: f64, tick_s: f64) {
         let n = self.n_sc;
-        let done = self.grid.completed();
-        if done.len() < n {
+        let np = 2 * self.n_prod;
+        let mut done = std::mem::take(&mut self.done);
+        done.clear();
+        done.extend_from_slice(self.grid.completed());
+        if done.len() < n + np {
+            self.done = done;
             return;
         }
         let burst = f64::from(self.motion.take_peak());
         let b = self.vitals.breathing;
+        let still_cue = self.still.on_tick(
+            self.vitals.breath_cue(),
+            self.presence.moving(),
+            b.bpm.is_some(),
+            self.presence.calibrating(),
+        );
         let evidence = BreathEvidence {
             analysed: b.analysed,
             candidate: b.candidate_hz.is_some(),
             accepted: b.bpm.is_some(),
+            still_cue,
         };
         self.presence
             .on_tick(t_s, tick_s, self.motion.level(), evidence);
         let moving = self.presence.moving();
-        let (amps, h) = done.split_at(n);
-        self.vitals.push_tick(amps, moving);
+        let (amps, rest) = done.split_at(n);
+        let (prod, h) = rest.split_at(np);
+        if np > 0 {
+            self.track_phases(prod);
+        } else {
+            self.track_phases(h);
+        }
+        self.vitals.push_tick(amps, &self.phases, moving);
         self.range.push_tick(h, !moving);
+        self.done = done;
         let present = self.presence.present();
         let still = present && !moving;
         let b = self.vitals.breathing;
         let hr = self.vitals.heart;
+        // Range needs bandwidth: a 20 MHz frame's delay cell is ~18 m of path, far longer than
+        // any in-room excess path (see `range`).
+        let wide = self.shape.bandwidth_mhz.is_some_and(|bw| bw >= 40);
         self.view = LinkView {
             present,
             moving,
@@ -228,10 +397,11 @@ impl Link {
             breathing_snr: b.snr.filter(|_| present),
             heart: hr.bpm.filter(|_| still && b.bpm.is_some()),
             heart_snr: hr.snr.filter(|_| present),
-            range: self.range.range_m.filter(|_| present),
+            range: self.range.range_m.filter(|_| present && wide),
             range_snr: self.range.strength.filter(|_| present),
             calibrating: self.presence.calibrating(),
             burst,
+            settling: !b.analysed,
         };
     }
 }
@@ -242,6 +412,8 @@ pub struct Pipeline {
     config: PipelineConfig,
     links: HashMap<(String, usize), Link>,
     estimates: Estimates,
+    /// The link the latest breathing detail comes from.
+    detail_link: Option<(String, usize)>,
 }
 
 impl Pipeline {
@@ -251,8 +423,11 @@ impl Pipeline {
             links: HashMap::new(),
             estimates: Estimates {
                 calibrating: true,
+                breathing_null: Some(VitalNull::Calibrating),
+                heart_null: Some(VitalNull::Calibrating),
                 ..Estimates::default()
             },
+            detail_link: None,
         }
     }
 
@@ -263,8 +438,16 @@ impl Pipeline {
             return;
         }
         let frame_no = self.estimates.frames + 1;
-        let key_exists = self.links.contains_key(&(frame.node_id.clone(), n));
-        if !key_exists {
+        let key = (frame.node_id.clone(), n);
+        // A stream whose chain layout changed is a different stream.
+        if self
+            .links
+            .get(&key)
+            .is_some_and(|l| (l.shape.rx, l.shape.tx) != (frame.shape.rx, frame.shape.tx))
+        {
+            self.links.remove(&key);
+        }
+        if !self.links.contains_key(&key) {
             if !frame
                 .csi
                 .iter()
@@ -274,9 +457,9 @@ impl Pipeline {
             }
             self.evict_if_full();
             self.links
-                .insert((frame.node_id.clone(), n), Link::new(&self.config, n));
+                .insert(key.clone(), Link::new(&self.config, n, frame.shape));
         }
-        let Some(link) = self.links.get_mut(&(frame.node_id.clone(), n)) else {
+        let Some(link) = self.links.get_mut(&key) else {
             return;
         };
         let (accepted, ticked) = link.push(frame, frame_no);
@@ -317,10 +500,22 @@ impl Pipeline {
         let mut best_h: Option<(f64, f64)> = None;
         let mut best_r: Option<(f64, f64)> = None;
         let mut any_calibrating = false;
-        for link in self.links.values() {
+        let mut any_settling = false;
+        let mut detail: Option<(&(String, usize), f64)> = None;
+        for (key, link) in &self.links {
             if now.saturating_sub(link.last_frame) > horizon {
                 continue;
             }
+            let s = link.view.breathing_snr.unwrap_or(0.0)
+                + if link.view.breathing.is_some() {
+                    1e6
+                } else {
+                    0.0
+                };
+            if detail.is_none_or(|(_, best)| s > best) {
+                detail = Some((key, s));
+            }
+            any_settling |= link.view.present && !link.view.moving && link.view.settling;
             e.links += 1;
             if let Some(r) = link.rate.rate_hz() {
                 rate += r;
@@ -338,6 +533,7 @@ impl Pipeline {
             pick(&mut best_h, v.heart, v.heart_snr);
             pick(&mut best_r, v.range, v.range_snr);
         }
+        self.detail_link = detail.map(|(k, _)| k.clone());
         e.rate_hz = (rate > 0.0).then_some(rate);
         e.calibrating = any_calibrating || e.links == 0;
         if e.present {
@@ -358,6 +554,31 @@ impl Pipeline {
             e.heart_strength = None;
             e.range_strength = None;
         }
+        let reason = if !e.present {
+            Some(if e.calibrating {
+                VitalNull::Calibrating
+            } else {
+                VitalNull::NotPresent
+            })
+        } else if e.moving {
+            Some(VitalNull::Moving)
+        } else if any_settling {
+            Some(VitalNull::Settling)
+        } else {
+            Some(VitalNull::WeakSignal)
+        };
+        e.breathing_null = if e.breathing_bpm.is_some() {
+            None
+        } else {
+            reason
+        };
+        e.heart_null = if e.heart_bpm.is_some() {
+            None
+        } else if e.present && !e.moving && e.breathing_bpm.is_none() && !any_settling {
+            Some(VitalNull::NoBreathing)
+        } else {
+            reason
+        };
         self.estimates = e;
     }
 
@@ -366,10 +587,27 @@ impl Pipeline {
         self.estimates.clone()
     }
 
+    /// The waveform and heart diagnostics behind the current vitals (the link with the
+    /// strongest breathing), for the live view. Empty when there is no link.
+    pub fn vitals_detail(&self) -> VitalsDetail {
+        let Some(link) = self.detail_link.as_ref().and_then(|k| self.links.get(k)) else {
+            return VitalsDetail::default();
+        };
+        VitalsDetail {
+            node_id: self.detail_link.as_ref().map(|k| k.0.clone()),
+            breathing_waveform: link.vitals.waveform().to_vec(),
+            waveform_hz: GRID_HZ,
+            series: link.vitals.series_count(),
+            breathing_phase_series: link.vitals.breath_phase_series(),
+            heart: link.vitals.heart_diag,
+        }
+    }
+
     /// Forgets the learned background and starts a new calibration.
     pub fn recalibrate(&mut self) {
         for link in self.links.values_mut() {
             link.presence.recalibrate();
+            link.still.recalibrate();
             link.range.reset();
         }
         self.estimates.calibrating = self.config.calibration_s > 0.0;
@@ -407,6 +645,7 @@ mod tests {
             channel: None,
             format: WireFormat::Simulator,
             csi,
+            shape: Default::default(),
         }
     }
 
