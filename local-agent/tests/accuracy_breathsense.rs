@@ -171,14 +171,47 @@ fn chain_pair_phase_carries_the_breathing() {
         let mut src = ReplaySource::open(capture(name)).expect("capture opens");
         let mut p = Pipeline::new(PipelineConfig::default());
         let mut best = 0;
+        let mut i = 0;
         while let Some(f) = src.next_frame() {
             assert_eq!((f.shape.rx, f.shape.tx), (3, 2));
             assert_eq!(f.csi.len(), 336);
             p.push(&f);
             let d = p.vitals_detail();
-            assert_eq!(d.series, 336 + 3 * 2 * 56);
             best = best.max(d.breathing_phase_series);
+            i += 1;
+            if i % 25 == 0 {
+                let e = p.estimates();
+                eprintln!(
+                    "  {name} {i}: {:?} coh {:.2} drift_ok {} cue {:?} thr {:.2}",
+                    d.breathing.peak.map(|p| (
+                        p.freq_hz * 60.0,
+                        p.snr,
+                        p.prominence,
+                        p.concentration,
+                        p.width_ratio,
+                        p.at_edge
+                    )),
+                    d.breathing.coherence,
+                    d.breathing.drift_ok,
+                    d.still_cue,
+                    d.still_threshold
+                );
+                eprintln!(
+                    "{name} {i}: present {} moving {} motion {:.3} cal {} b {:?} s {:?} null {:?} series {} phase {} wf {}",
+                    e.present,
+                    e.moving,
+                    e.motion,
+                    e.calibrating,
+                    e.breathing_bpm,
+                    e.breathing_strength,
+                    e.breathing_null,
+                    d.series,
+                    d.breathing_phase_series,
+                    d.breathing_waveform.len()
+                );
+            }
         }
+        assert_eq!(p.vitals_detail().series, 336 + 3 * 2 * 56);
         eprintln!("{name}: up to {best} of the 8 selected series are chain-pair phases");
         phase_driven += usize::from(best > 0);
     }

@@ -19,7 +19,7 @@ use super::motion::MotionDetector;
 use super::presence::{BreathEvidence, PresenceTracker};
 use super::range::{RangeEstimator, sanitise};
 use super::still::StillCue;
-use super::vitals::{GRID_HZ, HeartDiag, VitalsConfig, VitalsEstimator};
+use super::vitals::{BreathDiag, GRID_HZ, HeartDiag, VitalsConfig, VitalsEstimator};
 
 /// Tunables of the pipeline. `Default` gives the production settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,7 +118,11 @@ pub struct VitalsDetail {
     /// selection (0 = amplitude only).
     pub series: usize,
     pub breathing_phase_series: usize,
+    pub breathing: BreathDiag,
     pub heart: HeartDiag,
+    /// The still-presence cue and the threshold it must stay above.
+    pub still_cue: Option<f32>,
+    pub still_threshold: f32,
 }
 
 /// Subcarriers of the LLTF block used for range (the series every layout shares).
@@ -167,8 +171,14 @@ struct Link {
     still: StillCue,
     n_sc: usize,
     shape: CsiShape,
-    /// Tones per block (chain-stream link).
+    /// Tones per block (chain-stream link), and blocks per frame.
     tones: usize,
+    blocks: usize,
+    /// Per-block mean amplitude of the current frame.
+    block_mean: Vec<f32>,
+    /// What the motion detector sees: the amplitudes, averaged over the blocks when there are
+    /// several.
+    motion_in: Vec<f32>,
     phase_source: PhaseSource,
     /// Complex products per frame (0 for a single chain).
     n_prod: usize,
@@ -223,6 +233,9 @@ impl Link {
             n_sc,
             shape,
             tones,
+            blocks,
+            block_mean: vec![0.0; blocks],
+            motion_in: Vec::with_capacity(tones),
             phase_source,
             n_prod,
             n_range,
@@ -240,7 +253,9 @@ impl Link {
 
     /// Feeds one frame; returns true when the frame was accepted (and whether a tick completed).
     fn push(&mut self, frame: &CsiFrame, frame_no: u64) -> (bool, bool) {
-        // Gain normalisation per packet: AGC swings the whole packet by ±15–30%.
+        // Gain normalisation per packet and per receive chain: AGC swings the whole packet by
+        // ±15–30 % on an ESP32, and each chain of a multi-antenna card by itself (the Atheros
+        // captures' chain levels jump by 18 % from packet to packet, median).
         self.amps.clear();
         let mut sum = 0.0f32;
         let mut valid = 0usize;
@@ -257,6 +272,15 @@ impl Link {
             return (false, false);
         }
         let mean = sum / valid as f32;
+        let t = self.tones;
+        for (b, m) in self.block_mean.iter_mut().enumerate() {
+            let blk = &self.amps[(b * t).min(self.amps.len())..((b + 1) * t).min(self.amps.len())];
+            let (s, n) = blk
+                .iter()
+                .filter(|a| **a > 0.0)
+                .fold((0.0f32, 0usize), |(s, n), a| (s + a, n + 1));
+            *m = if n > 0 && s > 0.0 { s / n as f32 } else { mean };
+        }
         match self.rate.observe(frame.t_s) {
             Arrival::Reordered => return (false, false),
             Arrival::ClockReset => {
@@ -271,23 +295,41 @@ impl Link {
         if let Some(rate) = self.rate.take_rederive() {
             self.motion.set_rate(rate);
         }
-        let inv = 1.0 / mean;
-        self.amps.iter_mut().for_each(|a| *a *= inv);
-        self.motion.push(&self.amps);
+        for (b, blk) in self.amps.chunks_mut(t.max(1)).enumerate() {
+            let inv = 1.0 / self.block_mean.get(b).copied().unwrap_or(mean);
+            blk.iter_mut().for_each(|a| *a *= inv);
+        }
+        if self.blocks > 1 {
+            // One motion input per tone, averaged over the chain-stream blocks: a moving body
+            // changes them all, while their per-packet noise (3 % on one Atheros block at
+            // 10 Hz, the ESP32's unaveraged level) averages down.
+            self.motion_in.clear();
+            self.motion_in.resize(t, 0.0);
+            let w = 1.0 / self.blocks as f32;
+            for blk in self.amps.chunks(t) {
+                for (m, a) in self.motion_in.iter_mut().zip(blk) {
+                    *m += a * w;
+                }
+            }
+            self.motion.push(&self.motion_in);
+        } else {
+            self.motion.push(&self.amps);
+        }
         sanitise(
-            &frame.csi[..self.tones.min(frame.csi.len())],
+            &frame.csi[..t.min(frame.csi.len())],
             self.n_range,
-            mean,
+            self.block_mean.first().copied().unwrap_or(mean),
             &mut self.sanitised,
         );
         self.row.clear();
         self.row.extend_from_slice(&self.amps);
         if let PhaseSource::ChainPairs(pairs) = &self.phase_source {
-            // Normalised by the packet's mean power so that cell averages are not dominated by
-            // the packets the AGC happened to amplify.
-            let norm = inv * inv;
-            let t = self.tones;
             for &(a, b) in pairs {
+                // Normalised by the two chains' mean levels, so that cell averages are not
+                // dominated by the packets the AGC happened to amplify.
+                let norm = 1.0
+                    / (self.block_mean.get(a).copied().unwrap_or(mean)
+                        * self.block_mean.get(b).copied().unwrap_or(mean));
                 let (ha, hb) = (
                     &frame.csi[a * t..(a + 1) * t],
                     &frame.csi[b * t..(b + 1) * t],
@@ -599,7 +641,10 @@ impl Pipeline {
             waveform_hz: GRID_HZ,
             series: link.vitals.series_count(),
             breathing_phase_series: link.vitals.breath_phase_series(),
+            breathing: link.vitals.breath_diag,
             heart: link.vitals.heart_diag,
+            still_cue: link.still.level(),
+            still_threshold: link.still.threshold(),
         }
     }
 

@@ -1,16 +1,17 @@
 //! A cue that keeps a still person present without any motion: breathing-band energy on the
-//! link's best series, held against what the empty room showed while it was calibrated.
+//! link's best series (the SNR of the combined breathing window's peak, when the series move
+//! together), held against what the empty room showed while it was calibrated.
 //!
 //! Presence from motion lapses as soon as someone settles, and presence from an accepted
 //! breathing rate lapses whenever one 30 s window misses a gate (a sigh, a shift of posture, an
 //! AGC step). Between those, a seated person's chest still fills the breathing band of the
-//! series that carry it: their band-passed energy stays many times the first-difference (noise)
-//! energy, where an empty room's stays near the white-noise ratio (~0.1). So:
+//! series that carry it: the combined window's breathing-band peak stays well above the band's
+//! floor and the series move together, even when the concentration, persistence or rate-spread
+//! gates that a *rate* needs fail. So:
 //!
 //! - **Armed** only by an accepted breathing rate, never by energy alone: whatever an empty room
 //!   does, this cue cannot make it occupied by itself.
-//! - **Held** while the cue ([`crate::sensing::vitals::VitalsEstimator::breath_cue`], the mean
-//!   band-energy ratio of the 8 best series, measured only over stillness) stays above
+//! - **Held** while the cue ([`crate::sensing::vitals::VitalsEstimator::breath_cue`]) stays above
 //!   `max(HOLD_FLOOR, EMPTY_MARGIN × the empty room's P95)`; the empty-room level is learned while
 //!   the link calibrates and nothing breathes.
 //! - **Released** when the cue stays below for [`RELEASE_S`] (hysteresis: one low reading does not
@@ -20,8 +21,8 @@
 //! It feeds presence through `BreathEvidence::still_cue`; the presence tracker treats it like an
 //! accepted breath for its debounce.
 
-/// Least cue that holds presence, whatever the empty room showed.
-pub const HOLD_FLOOR: f32 = 0.6;
+/// Least cue (breathing-band peak SNR) that holds presence, whatever the empty room showed.
+pub const HOLD_FLOOR: f32 = 6.0;
 /// The hold threshold is at least this multiple of the empty room's P95 cue.
 pub const EMPTY_MARGIN: f32 = 3.0;
 /// Seconds the cue may stay below the threshold before the person is released.
@@ -129,11 +130,11 @@ mod tests {
         assert!(c.on_tick(Some(50.0), false, true, false));
         // Held through a lapse of the breathing rate while the cue stays high.
         for _ in 0..3000 {
-            assert!(c.on_tick(Some(5.0), false, false, false));
+            assert!(c.on_tick(Some(9.0), false, false, false));
         }
         // Released after RELEASE_S below the threshold, not before.
         let mut ticks = 0;
-        while c.on_tick(Some(0.1), false, false, false) {
+        while c.on_tick(Some(1.0), false, false, false) {
             ticks += 1;
             assert!(ticks < 1000);
         }
