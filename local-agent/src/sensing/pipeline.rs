@@ -404,6 +404,7 @@ impl Link {
             self.presence.moving(),
             b.bpm.is_some(),
             self.presence.calibrating(),
+            self.presence.present(),
         );
         let evidence = BreathEvidence {
             analysed: b.analysed,

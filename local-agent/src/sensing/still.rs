@@ -9,8 +9,9 @@
 //! floor and the series move together, even when the concentration, persistence or rate-spread
 //! gates that a *rate* needs fail. So:
 //!
-//! - **Armed** only by an accepted breathing rate, never by energy alone: whatever an empty room
-//!   does, this cue cannot make it occupied by itself.
+//! - **Armed** by an accepted breathing rate, or by the cue itself while presence already holds
+//!   for another reason (someone just walked in and sat down: the motion bridge), never by
+//!   energy alone: whatever an empty room does, this cue cannot make it occupied by itself.
 //! - **Held** while the cue ([`crate::sensing::vitals::VitalsEstimator::breath_cue`]) stays above
 //!   `max(HOLD_FLOOR, EMPTY_MARGIN × the empty room's P95)`; the empty-room level is learned while
 //!   the link calibrates and nothing breathes.
@@ -72,6 +73,7 @@ impl StillCue {
         moving: bool,
         breath_accepted: bool,
         calibrating: bool,
+        present: bool,
     ) -> bool {
         let cue = cue.filter(|c| c.is_finite());
         self.last_cue = cue;
@@ -103,7 +105,11 @@ impl StillCue {
             return true;
         }
         if !self.armed {
-            return false;
+            if present && cue.is_some_and(|c| c >= self.threshold()) {
+                self.armed = true;
+                self.below_s = 0.0;
+            }
+            return self.armed;
         }
         match cue {
             Some(c) if c >= self.threshold() => self.below_s = 0.0,
@@ -125,16 +131,16 @@ mod tests {
     fn energy_alone_never_arms_and_a_breath_does() {
         let mut c = StillCue::new();
         for _ in 0..1000 {
-            assert!(!c.on_tick(Some(50.0), false, false, false));
+            assert!(!c.on_tick(Some(50.0), false, false, false, false));
         }
-        assert!(c.on_tick(Some(50.0), false, true, false));
+        assert!(c.on_tick(Some(50.0), false, true, false, false));
         // Held through a lapse of the breathing rate while the cue stays high.
         for _ in 0..3000 {
-            assert!(c.on_tick(Some(9.0), false, false, false));
+            assert!(c.on_tick(Some(9.0), false, false, false, true));
         }
         // Released after RELEASE_S below the threshold, not before.
         let mut ticks = 0;
-        while c.on_tick(Some(1.0), false, false, false) {
+        while c.on_tick(Some(1.0), false, false, false, true) {
             ticks += 1;
             assert!(ticks < 1000);
         }
@@ -142,22 +148,48 @@ mod tests {
             (f64::from(ticks) * TICK_S - RELEASE_S).abs() < 0.3,
             "{ticks}"
         );
+        // Someone already present (walked in) is taken over by a strong cue.
+        let mut c = StillCue::new();
+        assert!(!c.on_tick(Some(3.0), false, false, false, true));
+        assert!(c.on_tick(Some(9.0), false, false, false, true));
     }
 
     #[test]
     fn motion_disarms_and_the_empty_room_sets_the_threshold() {
         let mut c = StillCue::new();
         for i in 0..200 {
-            c.on_tick(Some(0.3 + 0.001 * (i % 10) as f32), false, false, true);
+            c.on_tick(
+                Some(0.3 + 0.001 * (i % 10) as f32),
+                false,
+                false,
+                true,
+                false,
+            );
         }
-        c.on_tick(Some(0.3), false, false, false);
+        c.on_tick(Some(0.3), false, false, false, false);
         assert!(
-            (c.threshold() - 3.0 * 0.309).abs() < 0.01,
+            (c.threshold() - HOLD_FLOOR).abs() < 1e-6,
             "{}",
             c.threshold()
         );
-        assert!(c.on_tick(Some(2.0), false, true, false));
-        assert!(!c.on_tick(Some(2.0), true, false, false));
-        assert!(!c.on_tick(Some(2.0), false, false, false));
+        let mut c = StillCue::new();
+        for i in 0..200 {
+            c.on_tick(
+                Some(3.0 + 0.01 * (i % 10) as f32),
+                false,
+                false,
+                true,
+                false,
+            );
+        }
+        c.on_tick(Some(3.0), false, false, false, false);
+        assert!(
+            (c.threshold() - 3.0 * 3.09).abs() < 0.01,
+            "{}",
+            c.threshold()
+        );
+        assert!(c.on_tick(Some(20.0), false, true, false, false));
+        assert!(!c.on_tick(Some(20.0), true, false, false, true));
+        assert!(!c.on_tick(Some(20.0), false, false, false, false));
     }
 }

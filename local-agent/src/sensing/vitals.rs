@@ -62,8 +62,14 @@ pub const HEART_BAND: (f32, f32) = (0.83, 2.0);
 pub const BEAT_FILTER_BAND: (f32, f32) = (0.7, 2.4);
 /// Largest disagreement between the spectral and the beat-interval heart rate, bpm.
 pub const HEART_AGREE_BPM: f32 = 4.0;
-/// Least share of regular beat intervals (within ±20 % of the median).
-pub const HEART_REGULARITY: f32 = 0.7;
+/// Least share of regular beat intervals (within ±20 % of the median). 0.7 let a consistent
+/// wrong rate through on an ECG-timed stream with ectopic beats (MIT-BIH 208).
+pub const HEART_REGULARITY: f32 = 0.8;
+/// A heart candidate this close to a breathing harmonic (2nd and up) is refused: what the
+/// breath model leaves of a harmonic can pass both estimators (the spectral peak dominates the
+/// band-passed pulse train), and a harmonic is the classic wrong heart rate (ECG-timed streams:
+/// 4 × 15.6 br/min read as 62 bpm for a true 97).
+pub const HARMONIC_GUARD_HZ: f32 = 0.04;
 
 /// Concentration 0.5: a slow breath (6 br/min, three cycles in a 30 s window) keeps only
 /// 0.49–0.55 of the band's power within ±1 bin on the BreathSense captures (the tuning half);
@@ -744,12 +750,17 @@ impl VitalsEstimator {
         self.heart_diag.spectral_gated = gated.is_some();
         self.heart_diag.beat_bpm = beats.map(|b| b.bpm);
         self.heart_diag.beat_regularity = beats.map(|b| b.regularity);
+        let near_harmonic = |f: f32| {
+            let h = (f / fb).round();
+            h >= 2.0 && (f - h * fb).abs() <= HARMONIC_GUARD_HZ
+        };
         let candidate = gated
             .filter(|p| {
-                beats.is_some_and(|b| {
-                    b.regularity >= HEART_REGULARITY
-                        && (b.bpm - p.freq_hz * 60.0).abs() <= HEART_AGREE_BPM
-                })
+                !near_harmonic(p.freq_hz)
+                    && beats.is_some_and(|b| {
+                        b.regularity >= HEART_REGULARITY
+                            && (b.bpm - p.freq_hz * 60.0).abs() <= HEART_AGREE_BPM
+                    })
             })
             .map(|p| p.freq_hz);
         let accepted = self.pers_heart.push(candidate);
