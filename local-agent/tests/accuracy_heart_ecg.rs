@@ -116,12 +116,12 @@ fn r_peaks(e: &Ecg) -> Vec<f64> {
     let w = (0.2 * e.fs) as usize;
     let mut hp = vec![0.0; n];
     let mut acc = 0.0;
-    for i in 0..n {
+    for (i, h) in hp.iter_mut().enumerate() {
         acc += e.x[i];
         if i >= w {
             acc -= e.x[i - w];
         }
-        hp[i] = e.x[i] - acc / (i.min(w - 1) + 1) as f64;
+        *h = e.x[i] - acc / (i.min(w - 1) + 1) as f64;
     }
     let iw = (0.1 * e.fs).max(1.0) as usize;
     let mut energy = vec![0.0; n];

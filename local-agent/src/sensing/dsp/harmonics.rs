@@ -24,11 +24,14 @@ pub const MAX_HARMONICS: usize = 16;
 /// Ridge added to the normal equations, relative to their mean diagonal.
 const RIDGE: f64 = 1e-6;
 
+/// Forward and inverse transforms of one length.
+type FftPair = (Arc<dyn Fft<f32>>, Arc<dyn Fft<f32>>);
+
 /// A reusable breathing model over one window: the regressors and the factorised normal
 /// equations, shared by every series the window's heart analysis looks at.
 pub struct BreathModel {
     fft_len: usize,
-    fft: Option<(Arc<dyn Fft<f32>>, Arc<dyn Fft<f32>>)>,
+    fft: Option<FftPair>,
     buf: Vec<Complex32>,
     scratch: Vec<Complex32>,
     /// Regressors, `p` rows of `len` samples.
