@@ -8,6 +8,7 @@ use super::layout::{ChipFamily, SecondaryChannel, layout_for};
 use super::text::{flag, int8_values, mac, micros_to_s, num, prepare_line};
 use super::{
     CsiFrame, FrameMeta, ParseError, ParsedFrame, WireFormat, csi_from_buffer, plausible_rssi,
+    shape_for_layout,
 };
 
 /// Header fields before `data` in the classic line.
@@ -148,6 +149,7 @@ fn parse_classic(f: &[&str], data: &str) -> Result<ParsedFrame, ParseError> {
             channel: Some(ctrl.channel),
             format: WireFormat::EspCsi,
             csi: csi_from_buffer(&buf, first_word_invalid),
+            shape: shape_for_layout(meta.layout),
         },
         meta,
     })
@@ -188,6 +190,7 @@ fn parse_c5(f: &[&str], data: &str) -> Result<ParsedFrame, ParseError> {
             channel: Some(channel),
             format: WireFormat::EspCsi,
             csi: csi_from_buffer(&buf, first_word_invalid),
+            shape: shape_for_layout(meta.layout),
         },
         meta,
     })

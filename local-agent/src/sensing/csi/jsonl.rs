@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::adr018::{MAGIC_RAW_CSI, RAW_CSI_HEADER_BYTES, parse_iq_buffer};
 use super::error::clip;
 use super::text::{Record, SkipKind, prepare_line};
-use super::{CsiFrame, FrameMeta, MAX_BUFFER_BYTES, ParseError, ParsedFrame, WireFormat};
+use super::{CsiFrame, CsiShape, FrameMeta, MAX_BUFFER_BYTES, ParseError, ParsedFrame, WireFormat};
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -102,6 +102,7 @@ pub fn parse_jsonl_line(line: &str) -> Result<Record, ParseError> {
             channel: None,
             format: WireFormat::Adr018,
             csi,
+            shape: CsiShape::default(),
         },
         meta: FrameMeta {
             declared_len: rec.size.and_then(|s| usize::try_from(s).ok()),
