@@ -13,8 +13,8 @@ use conn_common::{
     ConnServer, Setup, acme_oauth, browse, conn_server, html, location, oauth_dance, query_of,
     spawn_peer,
 };
-use platform::clock::Clock;
-use platform::table::{PK, SK};
+use platform::domain::clock::Clock;
+use platform::store::table::{PK, SK};
 use serde_json::{Value, json};
 
 /// Every attribute value of the test's table, for "is this secret stored in the clear?".
@@ -566,7 +566,7 @@ async fn invalid_grant_marks_needs_reauth_and_records_connection_expired_once() 
     let apps = common::send(&srv.base, get("/api/v1/apps?search=acme", Some(k))).await;
     assert_eq!(apps.body["apps"][0]["connection_status"], "not_connected");
 
-    let events = platform::events::list_events(&srv.store, &a.account_id, 10)
+    let events = platform::domain::events::list_events(&srv.store, &a.account_id, 10)
         .await
         .unwrap();
     let expired: Vec<_> = events
@@ -580,7 +580,7 @@ async fn invalid_grant_marks_needs_reauth_and_records_connection_expired_once() 
     let r = srv.run(k, "acme.get_me", json!({"arguments": {}})).await;
     assert_eq!(r.code(), "needs_reauth");
     assert_eq!(peer.stats().await["refresh_token"], 2);
-    let events = platform::events::list_events(&srv.store, &a.account_id, 10)
+    let events = platform::domain::events::list_events(&srv.store, &a.account_id, 10)
         .await
         .unwrap();
     assert_eq!(

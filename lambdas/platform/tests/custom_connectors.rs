@@ -16,15 +16,16 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use platform::accounts::IssuedKey;
-use platform::clock::ManualClock;
-use platform::custom::Runtime;
-use platform::outbound::{Outbound, OutboundPolicy};
-use platform::ratelimit::RateLimitPolicy;
-use platform::router::App;
-use platform::sealed::Sealer;
-use platform::static_catalog::StaticCatalog;
+use platform::domain::accounts::IssuedKey;
+use platform::domain::apps::StaticCatalog;
+use platform::domain::clock::ManualClock;
+use platform::domain::ratelimit::RateLimitPolicy;
+use platform::domain::secrets::SecretBox;
+use platform::exec::custom::Runtime;
+use platform::exec::outbound::{Outbound, OutboundPolicy};
+use platform::http::App;
 use platform::store::DynamoStore;
+use platform::store::Sealer;
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
@@ -59,12 +60,12 @@ async fn platform(allow: &str) -> Platform {
     .unwrap()
     .with_custom_connectors(Runtime {
         outbound: Arc::new(outbound),
-        sealer: Some(Arc::new(Sealer::local([7u8; 32]))),
+        sealer: Some(Arc::new(Sealer::local([7u8; 32])) as Arc<dyn SecretBox>),
     })
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let task = tokio::spawn(platform::local::serve(listener, Arc::new(app)));
+    let task = tokio::spawn(platform::http::local::serve(listener, Arc::new(app)));
     Platform {
         base,
         store,
@@ -75,8 +76,8 @@ async fn platform(allow: &str) -> Platform {
 
 impl Platform {
     async fn account(&self, email: &str) -> IssuedKey {
-        use platform::clock::Clock;
-        platform::accounts::create_account(&self.store, email, None, self.clock.now_ms())
+        use platform::domain::clock::Clock;
+        platform::domain::accounts::create_account(&self.store, email, None, self.clock.now_ms())
             .await
             .unwrap()
     }

@@ -361,7 +361,7 @@ async fn unknown_routes_wrong_methods_and_mcp_get_problems() {
 
     // The MCP endpoints answer with documented problems before reaching the MCP server.
     let doc = common::openapi();
-    let problem = platform::openapi::component_validator(&doc, "Problem").unwrap();
+    let problem = platform::http::openapi::component_validator(&doc, "Problem").unwrap();
     let r = send(
         &srv.base,
         post_json(&format!("/mcp/k/{k}/x"), None, &json!({})),
@@ -369,7 +369,7 @@ async fn unknown_routes_wrong_methods_and_mcp_get_problems() {
     .await;
     assert_eq!((r.status, r.code()), (404, "not_found"));
     assert!(
-        platform::openapi::violations(&problem, &r.body).is_empty(),
+        platform::http::openapi::violations(&problem, &r.body).is_empty(),
         "{}",
         r.body
     );
@@ -407,7 +407,7 @@ async fn hostile_requests_get_problems_never_server_errors() {
     let a = srv.account("hostile@example.com").await;
     let key = a.key.expose().to_owned();
     let doc = common::openapi();
-    let problem = platform::openapi::component_validator(&doc, "Problem").unwrap();
+    let problem = platform::http::openapi::component_validator(&doc, "Problem").unwrap();
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     let valid = br#"{"query":"send a message","app":"slack","limit":3}"#;
     let deep = "[".repeat(10_000);
@@ -495,7 +495,7 @@ async fn hostile_requests_get_problems_never_server_errors() {
             r.body
         );
         if r.status != 200 {
-            let errs = platform::openapi::violations(&problem, &r.body);
+            let errs = platform::http::openapi::violations(&problem, &r.body);
             assert!(
                 errs.is_empty(),
                 "case {i}: {method} {path} auth={auth:?} -> {} {errs:?} {}",

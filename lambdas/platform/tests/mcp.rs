@@ -3,8 +3,8 @@
 mod common;
 
 use common::{Resp, post_json, send_with_headers, server};
-use platform::accounts;
-use platform::clock::Clock;
+use platform::domain::accounts;
+use platform::domain::clock::Clock;
 use serde_json::{Value, json};
 
 const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");

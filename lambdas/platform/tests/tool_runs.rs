@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{Resp, assert_documented, post_json, send_with_headers};
 use conn_common::{ConnServer, Setup, browse, conn_server, html, post_form, spawn_peer};
-use platform::outbound::AllowRule;
+use platform::exec::outbound::AllowRule;
 use serde_json::{Value, json};
 
 struct StripeFake {
