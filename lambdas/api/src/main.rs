@@ -257,6 +257,8 @@ mod tests {
         }
     }
 
+    // Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+    // ones left; it reads top to bottom, and split up it would have to pass that state around.
     #[tokio::test]
     async fn api_gateway_events_reach_the_router_with_body_key_and_source_ip() {
         std::env::var(platform::env::ENDPOINT_VAR)

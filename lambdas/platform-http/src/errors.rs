@@ -342,3 +342,23 @@ pub fn triggers(e: &TriggersError) -> Problem {
         TriggersError::Trigger(t) => trigger(t),
     }
 }
+
+/// Handlers answer a service's typed error with `?`: each converts through its function above.
+macro_rules! into_problem {
+    ($($error:ty => $f:path),* $(,)?) => {
+        $(impl From<$error> for Problem {
+            fn from(e: $error) -> Self {
+                $f(&e)
+            }
+        })*
+    };
+}
+
+into_problem! {
+    StoreError => store,
+    ToolsError => tools,
+    ConnectError => connect,
+    RunError => run,
+    CustomError => custom,
+    TriggersError => triggers,
+}

@@ -46,6 +46,8 @@ async fn connected(srv: &ConnServer, key: &str, label: &str) -> Value {
         .expect("the new connection is listed")
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
     let peer = spawn_peer();
@@ -205,6 +207,8 @@ async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
     );
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn expired_links_bad_state_and_denied_consent_store_nothing() {
     let peer = spawn_peer();
@@ -301,6 +305,8 @@ async fn expired_links_bad_state_and_denied_consent_store_nothing() {
     assert_eq!((junk.status, junk.code()), (422, "invalid_request"));
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn success_redirects_back_and_several_connections_have_one_default() {
     let peer = spawn_peer();

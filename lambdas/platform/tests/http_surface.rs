@@ -63,6 +63,8 @@ async fn public_catalog_pages_with_cursors_and_filters_by_category() {
     }
 }
 
+// Longer than 80 lines on purpose: many cases against one running server, each with its checks,
+// kept in one list so every case is seen next to the others.
 #[tokio::test]
 async fn apps_tools_and_health_answer_with_documented_shapes() {
     let srv = server().await;
@@ -175,6 +177,8 @@ fn raw(
     (path.to_owned(), key.to_owned(), content_type, body.to_vec())
 }
 
+// Longer than 80 lines on purpose: many cases against one running server, each with its checks,
+// kept in one list so every case is seen next to the others.
 #[tokio::test]
 async fn bad_bodies_get_problems_and_the_server_keeps_serving() {
     let srv = server().await;
@@ -401,6 +405,8 @@ impl Rng {
     }
 }
 
+// Longer than 80 lines on purpose: many cases against one running server, each with its checks,
+// kept in one list so every case is seen next to the others.
 #[tokio::test]
 async fn hostile_requests_get_problems_never_server_errors() {
     let srv = server().await;

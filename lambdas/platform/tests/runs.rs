@@ -112,6 +112,8 @@ async fn arguments_are_kept_only_when_asked_and_runs_expire_after_30_days() {
     assert_eq!(ttl, started / 1000 + 30 * 24 * 3600);
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn accounts_never_see_each_others_runs_or_connections() {
     let srv = server().await;

@@ -322,6 +322,8 @@ fn item_ids(log: &[Value]) -> Vec<String> {
 
 // ---------------------------------------------------------------------------------------------
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn a_polling_trigger_fires_once_per_new_item_signed_as_standard_webhooks() {
     let list_app = ListApp::start().await;

@@ -7,14 +7,22 @@ use http::{Request, StatusCode};
 use platform_domain::apps::{AppFilter, CatalogError};
 use serde_json::{Value, json};
 
-use super::Ctx;
-use super::connection_status;
+use super::ctx::Ctx;
 use crate::errors;
 use crate::extract::{self, Query};
 use crate::problem::Problem;
 use crate::reply::Reply;
 
 const DEFAULT_TOOLS: usize = 10;
+
+/// `connection_status` of an app or tool.
+pub(crate) fn connection_status(connected: bool) -> &'static str {
+    if connected {
+        "connected"
+    } else {
+        "not_connected"
+    }
+}
 
 pub(super) fn health() -> Reply {
     Reply::json(&json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
@@ -63,8 +71,7 @@ impl Ctx<'_> {
             .services
             .toolbox
             .search_apps(account, filter, q.get("cursor"), limit)
-            .await
-            .map_err(|e| errors::tools(&e))?;
+            .await?;
         let apps: Vec<Value> = page.items.iter().map(|(a, c)| app_json(a, *c)).collect();
         Ok(Reply::json(
             &json!({"apps": apps, "next_cursor": page.next_cursor}),
@@ -90,19 +97,13 @@ impl Ctx<'_> {
             .services
             .toolbox
             .find_tools(account, query, app, limit)
-            .await
-            .map_err(|e| errors::tools(&e))?;
+            .await?;
         Ok(Reply::json(&found_json(&found)))
     }
 
     /// `GET /tools/{name}`.
     pub(super) async fn tool(&self, name: &str, account: &str) -> Result<Reply, Problem> {
-        let (tool, connected) = self
-            .services
-            .toolbox
-            .get_tool(account, name)
-            .await
-            .map_err(|e| errors::tools(&e))?;
+        let (tool, connected) = self.services.toolbox.get_tool(account, name).await?;
         Ok(Reply::json(&tool_json(&tool, connected)))
     }
 }

@@ -7,7 +7,7 @@ use platform_domain::StoreError;
 use platform_domain::apps::decode_cursor;
 use serde_json::{Value, json};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::errors;
 use crate::extract::{self, Query};
 use crate::problem::Problem;
@@ -41,8 +41,7 @@ impl Ctx<'_> {
         let link = integrations
             .connections
             .create_link(account, app, text("label"), text("redirect_url"), params)
-            .await
-            .map_err(|e| errors::connect(&e))?;
+            .await?;
         Ok(Reply::created(&link.to_json()))
     }
 
@@ -55,11 +54,7 @@ impl Ctx<'_> {
         let q = Query::of(req, &["app", "cursor", "limit"])?;
         let limit = q.page_limit()?;
         let integrations = self.services.integrations()?;
-        let all = integrations
-            .connections
-            .list(account)
-            .await
-            .map_err(|e| errors::store(&e))?;
+        let all = integrations.connections.list(account).await?;
         let app = q.get("app");
         let matching: Vec<Value> = all
             .iter()

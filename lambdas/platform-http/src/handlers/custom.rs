@@ -7,8 +7,7 @@ use http::{Method, Request};
 use platform_domain::custom::{self, Connector};
 use serde_json::{Value, json};
 
-use super::Ctx;
-use crate::errors;
+use super::ctx::Ctx;
 use crate::extract::{self, Query};
 use crate::problem::Problem;
 use crate::reply::Reply;
@@ -29,8 +28,7 @@ impl Ctx<'_> {
                 q.get("cursor"),
                 Some(limit),
             )
-            .await
-            .map_err(|e| errors::custom(&e))?;
+            .await?;
             let items: Vec<Value> = page.items.iter().map(Connector::to_json).collect();
             return Ok(Reply::json(&json!({
                 "custom_connectors": items,
@@ -39,12 +37,7 @@ impl Ctx<'_> {
         }
         Query::of(req, &[])?;
         let body = extract::json(req, &self.openapi.create_custom_connector_request)?;
-        let c = self
-            .services
-            .custom()?
-            .create(account, &body)
-            .await
-            .map_err(|e| errors::custom(&e))?;
+        let c = self.services.custom()?.create(account, &body).await?;
         Ok(Reply::created(&c.to_json()))
     }
 
@@ -58,14 +51,10 @@ impl Ctx<'_> {
         Query::of(req, &[])?;
         let store = self.services.store.as_ref();
         if req.method() == Method::DELETE {
-            custom::delete(store, account, id)
-                .await
-                .map_err(|e| errors::custom(&e))?;
+            custom::delete(store, account, id).await?;
             return Ok(Reply::no_content());
         }
-        let c = custom::get(store, account, id)
-            .await
-            .map_err(|e| errors::custom(&e))?;
+        let c = custom::get(store, account, id).await?;
         Ok(Reply::json(&c.to_json()))
     }
 
@@ -77,12 +66,7 @@ impl Ctx<'_> {
         account: &str,
     ) -> Result<Reply, Problem> {
         Query::of(req, &[])?;
-        let c = self
-            .services
-            .custom()?
-            .refresh(account, id)
-            .await
-            .map_err(|e| errors::custom(&e))?;
+        let c = self.services.custom()?.refresh(account, id).await?;
         Ok(Reply::json(&c.to_json()))
     }
 }

@@ -7,7 +7,7 @@ use platform_domain::triggers::ID_PREFIX;
 use platform_exec::triggers::Ingested;
 use serde_json::json;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::errors;
 use crate::extract::{MAX_BODY, declared_length};
 use crate::guard::Meta;

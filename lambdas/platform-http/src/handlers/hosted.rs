@@ -5,7 +5,7 @@ use bytes::Bytes;
 use http::Request;
 use http::header::{self, HeaderMap, HeaderValue};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::guard::{Meta, address_subject};
 use crate::pages;
 use crate::problem::Problem;

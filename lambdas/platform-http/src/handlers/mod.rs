@@ -3,6 +3,7 @@
 
 mod catalog;
 mod connections;
+mod ctx;
 mod custom;
 mod hooks;
 mod hosted;
@@ -13,31 +14,12 @@ use bytes::Bytes;
 use http::Request;
 use platform_domain::accounts::Principal;
 
-use crate::guard::Guard;
-use crate::openapi::OpenApi;
 use crate::problem::Problem;
 use crate::reply::Reply;
 use crate::routes::Route;
-use crate::services::Services;
 
 pub(crate) use catalog::{app_json, found_json, tool_json};
-
-/// What a handler works with: the services, the request schemas, and the guard (for the pages
-/// and the ingress, which count requests themselves).
-pub(crate) struct Ctx<'a> {
-    pub services: &'a Services,
-    pub openapi: &'a OpenApi,
-    pub guard: &'a Guard,
-}
-
-/// `connection_status` of an app or tool.
-pub(crate) fn connection_status(connected: bool) -> &'static str {
-    if connected {
-        "connected"
-    } else {
-        "not_connected"
-    }
-}
+pub(crate) use ctx::Ctx;
 
 impl Ctx<'_> {
     /// Calls the handler of `route`; `principal` is `None` only for public routes.

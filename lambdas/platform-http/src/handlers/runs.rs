@@ -8,7 +8,7 @@ use platform_domain::runs::{Arguments, LATEST};
 use platform_exec::executor::{RunOrigin, RunRequest};
 use serde_json::{Value, json};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::errors;
 use crate::extract::{self, Query};
 use crate::problem::Problem;
@@ -18,12 +18,7 @@ impl Ctx<'_> {
     /// `GET /runs`.
     pub(super) async fn runs(&self, req: &Request<Bytes>, account: &str) -> Result<Reply, Problem> {
         Query::of(req, &[])?;
-        let runs = self
-            .services
-            .store
-            .latest_runs(account, LATEST)
-            .await
-            .map_err(|e| errors::store(&e))?;
+        let runs = self.services.store.latest_runs(account, LATEST).await?;
         let runs: Vec<Value> = runs.iter().map(|r| r.to_json()).collect();
         Ok(Reply::json(&json!({"runs": runs, "next_cursor": null})))
     }

@@ -8,7 +8,7 @@ use platform_domain::triggers::EventDef;
 use platform_exec::triggers::NewTrigger;
 use serde_json::{Value, json};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::errors;
 use crate::extract::{self, Query};
 use crate::problem::Problem;
@@ -27,8 +27,7 @@ impl Ctx<'_> {
             .services
             .triggers()?
             .account_events(account, limit)
-            .await
-            .map_err(|e| errors::store(&e))?;
+            .await?;
         let events: Vec<Value> = events.iter().map(|e| e.to_json()).collect();
         Ok(Reply::json(&json!({ "events": events })))
     }
@@ -42,11 +41,7 @@ impl Ctx<'_> {
                 "Give the app: GET /triggers/events?app=<app id>.",
             ));
         };
-        let events = self
-            .services
-            .triggers()?
-            .app_events(app)
-            .map_err(|e| errors::triggers(&e))?;
+        let events = self.services.triggers()?.app_events(app)?;
         let events: Vec<Value> = events.iter().map(EventDef::to_json).collect();
         Ok(Reply::json(&json!({ "events": events })))
     }
@@ -61,10 +56,7 @@ impl Ctx<'_> {
         if req.method() == Method::GET {
             let q = Query::of(req, &["cursor", "limit"])?;
             let limit = q.page_limit()?;
-            let (page, next) = svc
-                .list(account, q.get("cursor"), limit)
-                .await
-                .map_err(|e| errors::triggers(&e))?;
+            let (page, next) = svc.list(account, q.get("cursor"), limit).await?;
             let list: Vec<Value> = page.iter().map(|t| t.to_json()).collect();
             return Ok(Reply::json(&json!({"triggers": list, "next_cursor": next})));
         }
@@ -79,10 +71,7 @@ impl Ctx<'_> {
             filter: body.get("filter"),
             params: body.get("params"),
         };
-        let created = svc
-            .create(account, new)
-            .await
-            .map_err(|e| errors::triggers(&e))?;
+        let created = svc.create(account, new).await?;
         let mut v = created.trigger.to_json();
         v["secret"] = created.secret.into();
         if let Some(url) = created.hook_url {
@@ -101,9 +90,7 @@ impl Ctx<'_> {
         Query::of(req, &[])?;
         let svc = self.services.triggers()?;
         if req.method() == Method::DELETE {
-            svc.delete(account, id)
-                .await
-                .map_err(|e| errors::triggers(&e))?;
+            svc.delete(account, id).await?;
             return Ok(Reply::no_content());
         }
         match svc.get(account, id).await {
@@ -121,12 +108,7 @@ impl Ctx<'_> {
         account: &str,
     ) -> Result<Reply, Problem> {
         Query::of(req, &[])?;
-        let t = self
-            .services
-            .triggers()?
-            .enable(account, id)
-            .await
-            .map_err(|e| errors::triggers(&e))?;
+        let t = self.services.triggers()?.enable(account, id).await?;
         Ok(Reply::json(&t.to_json()))
     }
 }
