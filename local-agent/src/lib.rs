@@ -2,7 +2,9 @@
 //! serves them on a loopback-only engine API, runs the sensor hub and pushes Away Alerts.
 
 pub mod alerts;
+pub mod doctor;
 pub mod engine;
 pub mod hub;
 pub mod sensing;
 pub mod store;
+pub mod view;

@@ -22,6 +22,8 @@ use local_agent::hub::{self, Hub, HubConfig, HubDeps};
 use local_agent::sensing::fall::FallConfig;
 use local_agent::sensing::pipeline::PipelineConfig;
 use local_agent::store::routine::RoutineStore;
+use local_agent::view::{self, View, ViewDeps};
+use local_agent::{doctor, store};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -58,6 +60,36 @@ enum Command {
         #[command(subcommand)]
         action: BaselineAction,
     },
+    /// Open the running agent's live view in the default browser.
+    Open(OpenArgs),
+    /// Check the set-up (ports, nodes, signal, calibration, alerts, storage) and say what to fix.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct OpenArgs {
+    /// Print the address instead of opening a browser (for a computer without a desktop).
+    #[arg(long)]
+    print: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct DoctorArgs {
+    /// Machine-readable JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Engine port to check when no agent is running.
+    #[arg(long, env = PORT_ENV, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Hub port to check when no agent is running.
+    #[arg(long, env = hub::PORT_ENV, default_value_t = hub::DEFAULT_PORT)]
+    hub_port: u16,
+    /// UDP ingest port to check when no agent is running.
+    #[arg(long, env = hub::CSI_PORT_ENV, default_value_t = hub::DEFAULT_CSI_PORT)]
+    csi_port: u16,
+    /// Live view port to check when no agent is running.
+    #[arg(long, env = view::PORT_ENV, default_value_t = view::DEFAULT_PORT)]
+    view_port: u16,
 }
 
 #[derive(Debug, Subcommand)]
@@ -143,6 +175,9 @@ struct RunArgs {
     /// comma-separated IPs and CIDRs.
     #[arg(long, env = hub::ALLOW_ENV, default_value = "")]
     csi_allow: String,
+    /// Live view port on 127.0.0.1 (never another interface).
+    #[arg(long, env = view::PORT_ENV, default_value_t = view::DEFAULT_PORT)]
+    view_port: u16,
 }
 
 #[derive(Debug, clap::Args)]
@@ -211,6 +246,12 @@ enum CliError {
     Emulator(#[from] emulator::EmulatorError),
     #[error(transparent)]
     Store(#[from] local_agent::store::routine::RoutineStoreError),
+    #[error("{0}")]
+    NoAgent(String),
+    #[error("cannot open a browser ({0}); open this address yourself: {1}")]
+    Browser(String, String),
+    #[error("the doctor found {0} problem(s)")]
+    DoctorProblems(usize),
 }
 
 fn main() -> ExitCode {
@@ -228,9 +269,13 @@ fn main() -> ExitCode {
         Some(Command::Baseline {
             action: BaselineAction::Reset,
         }) => baseline_reset(),
+        Some(Command::Open(args)) => open_view(&args),
+        Some(Command::Doctor(args)) => run_doctor(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The report already said what is wrong.
+        Err(CliError::DoctorProblems(_)) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("local-agent: {e}");
             ExitCode::FAILURE
@@ -310,8 +355,10 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             allow,
             ..HubConfig::default()
         };
-        // One away switch for the hub's control route, the schedule and the alert rule.
+        // One away switch for the hub's control route, the live view, the schedule and the
+        // alert rule.
         let away = AwayMode::default();
+        let alert_log = alerts.log();
         let deps = HubDeps {
             alerts: alerts.log(),
             away: away.clone(),
@@ -330,6 +377,57 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         };
         let engine = Engine::start(config, feed).await?;
         println!("local-agent engine on http://{}", engine.local_addr());
+        let started = std::time::Instant::now();
+        let history = Arc::new(view::history::History::default());
+        let (history_stop, history_stop_rx) = tokio::sync::watch::channel(false);
+        let recorder = tokio::spawn(view::history::record(
+            Arc::clone(&history),
+            engine.snapshots(),
+            history_stop_rx,
+        ));
+        let data_dir = store::data_dir().map_err(|e| e.to_string());
+        let doctor_ctx = doctor::Context {
+            ports: doctor::Ports {
+                engine: engine.local_addr().port(),
+                hub: args.hub_port,
+                csi: args.csi_port,
+                view: args.view_port,
+            },
+            data_dir: data_dir.clone(),
+            alert: Ok(alerts.config().clone()),
+            live: Some(doctor::Live {
+                snapshots: engine.snapshots(),
+                engine_addr: engine.local_addr(),
+                hub: hub.as_ref().map(|h| doctor::LiveHub {
+                    registry: h.registry(),
+                    addr: h.local_addr(),
+                    udp_addr: h.udp_addr(),
+                    feeding: args.source == SourceArg::Hub,
+                }),
+                view_addr: None,
+                history,
+            }),
+        };
+        let view_deps = ViewDeps {
+            doctor: doctor_ctx,
+            alerts: alert_log,
+            away: away.clone(),
+            schedule: alerts.config().schedule.clone(),
+            started,
+            runtime_dir: data_dir.ok(),
+        };
+        // The view is for people; the engine and hub are what scripts and nodes need, so a taken
+        // view port is a warning, not a reason to stop.
+        let view = match View::start(args.view_port, view_deps).await {
+            Ok(view) => {
+                println!("local-agent live view on {}", view.url());
+                Some(view)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the live view is not running");
+                None
+            }
+        };
         let alert_tasks = alerts.spawn(engine.snapshots(), away);
         if let Some(hub) = &hub {
             println!(
@@ -345,6 +443,11 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         }
         shutdown_signal().await;
         tracing::info!("shutting down");
+        if let Some(view) = view {
+            view.shutdown().await;
+        }
+        let _ = history_stop.send(true);
+        let _ = recorder.await;
         if let Some(hub) = hub {
             hub.shutdown().await;
         }
@@ -352,6 +455,65 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         engine.shutdown().await;
         Ok(())
     })
+}
+
+/// Finds the running agent's live view through the runtime file and opens it.
+fn open_view(args: &OpenArgs) -> Result<(), CliError> {
+    let dir = store::data_dir().map_err(|e| CliError::NoAgent(e.to_string()))?;
+    let info = view::runtime::read(&dir).ok_or_else(|| {
+        CliError::NoAgent(format!(
+            "no running agent found (no {} in {}); start it with `local-agent run`",
+            view::runtime::FILE,
+            dir.display()
+        ))
+    })?;
+    // A file left by an agent that was killed: nothing answers on its port.
+    if std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], info.port)),
+        std::time::Duration::from_secs(2),
+    )
+    .is_err()
+    {
+        return Err(CliError::NoAgent(format!(
+            "the agent that wrote {} is not running any more (nothing answers on 127.0.0.1:{}); start it with `local-agent run`",
+            view::runtime::path(&dir).display(),
+            info.port
+        )));
+    }
+    if args.print {
+        println!("{}", info.url);
+        return Ok(());
+    }
+    open::that_detached(&info.url)
+        .map_err(|e| CliError::Browser(e.to_string(), info.url.clone()))?;
+    println!(
+        "opened the live view of the agent on 127.0.0.1:{}",
+        info.port
+    );
+    Ok(())
+}
+
+fn run_doctor(args: &DoctorArgs) -> Result<(), CliError> {
+    let ports = doctor::Ports {
+        engine: args.port,
+        hub: args.hub_port,
+        csi: args.csi_port,
+        view: args.view_port,
+    };
+    let report = small_runtime()?.block_on(doctor::cli::doctor(ports));
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))?
+    } else {
+        report.render_text()
+    };
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{text}").map_err(|e| CliError::Output(e.to_string()))?;
+    if report.ok {
+        Ok(())
+    } else {
+        Err(CliError::DoctorProblems(report.problems))
+    }
 }
 
 fn node_emulator(args: &NodeEmulatorArgs) -> Result<(), CliError> {

@@ -50,6 +50,7 @@ pub mod error;
 pub mod esp_csi;
 pub mod jsonl;
 pub mod layout;
+mod line;
 pub mod npz;
 mod text;
 
@@ -60,13 +61,14 @@ pub use adr018::{
 pub use csi_tool::parse_csi_tool_line;
 pub use error::ParseError;
 pub use esp_csi::parse_esp_csi_line;
-pub use jsonl::{SkipKind, parse_jsonl_line};
+pub use jsonl::parse_jsonl_line;
 pub use layout::{
     ChipFamily, LtfField, PpduKind, SecondaryChannel, SubcarrierLayout, ZeroSubcarrierTracker,
     layout_for, zero_subcarriers,
 };
+pub use line::parse_text_line;
 pub use npz::{NpzMeta, NpzRecording, parse_npz};
-pub use text::{Record, parse_text_line};
+pub use text::{Record, SkipKind};
 
 /// Largest CSI buffer accepted, in subcarriers. The biggest real layout is 612 bytes (306
 /// subcarriers, HT40 STBC) and 4 antennas × 256 in ADR-018; anything beyond this is corrupt or
@@ -122,6 +124,9 @@ pub struct FrameMeta {
     pub real_timestamp_s: Option<f64>,
     /// ESP32-CSI-Tool role (`AP`, `STA`, `PASSIVE`).
     pub role: Option<String>,
+    /// (AGC gain, FFT gain) as the radio reports them (esp-csi lines of C5/C6 chips). A node
+    /// whose gain changes is not gain-locked.
+    pub gain: Option<(i32, i32)>,
 }
 
 /// Converts an (imag, real) int8 buffer into subcarriers: `k = real buf[2k+1] + i·buf[2k]`.

@@ -14,7 +14,7 @@ use super::csi::CsiFrame;
 use super::dsp::rate::{Arrival, RateTracker};
 use super::dsp::resample::{GridStep, UniformGrid};
 use super::motion::MotionDetector;
-use super::presence::{BreathEvidence, PresenceTracker};
+use super::presence::{BreathEvidence, CalibrationHold, PresenceTracker};
 use super::range::{RangeEstimator, sanitise};
 use super::vitals::{GRID_HZ, VitalsConfig, VitalsEstimator};
 
@@ -76,6 +76,19 @@ pub struct Estimates {
     /// smoothed for display and presence; this keeps the short burst of a fall's impact for the
     /// fall monitor.
     pub motion_burst: f64,
+    /// Share of the empty-room calibration collected, 0..1, over the links still calibrating
+    /// (the least advanced); 1 once every link is calibrated.
+    pub calibration_progress: f64,
+    /// Why a calibrating link last started its calibration over (a person breathing in view,
+    /// motion, an unsteady signal); `None` while nothing has interrupted it.
+    pub calibration_hold: Option<CalibrationHold>,
+    /// Seconds of still data the vitals window of the most advanced present link holds (a rate
+    /// needs a full window: `VitalsConfig::breath_min_window` grid samples).
+    pub still_s: f64,
+    /// The filtered chest motion of the link with the strongest breathing-band peak, at the
+    /// vitals grid rate (10 Hz), oldest first; `None` before a still window was analysed.
+    #[serde(skip)]
+    pub breathing_wave: Option<std::sync::Arc<[f32]>>,
 }
 
 /// Subcarriers of the LLTF block used for range (the series every layout shares).
@@ -86,7 +99,7 @@ const MAX_SUBCARRIERS: usize = 2048;
 const STALE_FRAMES_PER_STREAM: u64 = 200;
 
 /// What one link reports to the fusion.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct LinkView {
     present: bool,
     moving: bool,
@@ -99,6 +112,11 @@ struct LinkView {
     range_snr: Option<f64>,
     calibrating: bool,
     burst: f64,
+    calibration_progress: f64,
+    calibration_hold: Option<CalibrationHold>,
+    still_s: f64,
+    wave: Option<std::sync::Arc<[f32]>>,
+    wave_snr: f64,
 }
 
 #[derive(Debug)]
@@ -232,6 +250,11 @@ impl Link {
             range_snr: self.range.strength.filter(|_| present),
             calibrating: self.presence.calibrating(),
             burst,
+            calibration_progress: self.presence.calibration_progress(),
+            calibration_hold: self.presence.calibration_hold(),
+            still_s: self.vitals.still_samples() as f64 * tick_s,
+            wave: self.vitals.breathing_wave.clone(),
+            wave_snr: b.snr.unwrap_or(0.0),
         };
     }
 }
@@ -317,6 +340,8 @@ impl Pipeline {
         let mut best_h: Option<(f64, f64)> = None;
         let mut best_r: Option<(f64, f64)> = None;
         let mut any_calibrating = false;
+        let mut progress: Option<f64> = None;
+        let mut wave_snr = f64::NEG_INFINITY;
         for link in self.links.values() {
             if now.saturating_sub(link.last_frame) > horizon {
                 continue;
@@ -327,6 +352,19 @@ impl Pipeline {
             }
             let v = &link.view;
             any_calibrating |= v.calibrating;
+            if v.calibrating {
+                progress = Some(progress.map_or(v.calibration_progress, |p: f64| {
+                    p.min(v.calibration_progress)
+                }));
+                e.calibration_hold = e.calibration_hold.or(v.calibration_hold);
+            }
+            if v.present {
+                e.still_s = e.still_s.max(v.still_s);
+            }
+            if v.wave.is_some() && v.wave_snr > wave_snr {
+                wave_snr = v.wave_snr;
+                e.breathing_wave.clone_from(&v.wave);
+            }
             e.present |= v.present;
             e.moving |= v.moving;
             e.motion = e.motion.max(v.motion);
@@ -340,6 +378,11 @@ impl Pipeline {
         }
         e.rate_hz = (rate > 0.0).then_some(rate);
         e.calibrating = any_calibrating || e.links == 0;
+        e.calibration_progress = if e.links == 0 {
+            0.0
+        } else {
+            progress.unwrap_or(1.0)
+        };
         if e.present {
             e.breathing_bpm = best_b.map(|b| b.0);
             e.heart_bpm = best_h.map(|h| h.0);

@@ -60,6 +60,15 @@ pub const HEART_GATES: PeakGates = PeakGates {
     max_width: 1.6,
 };
 
+/// The drift-free chest motion, low-passed above the breathing band so a person can see the
+/// breaths (the spectrum works on the unfiltered series). Runs once per analysis (1 s).
+fn display_wave(combined: &[f32]) -> Option<std::sync::Arc<[f32]>> {
+    let bp = BandPass::new(GRID_HZ, DRIFT_CUTOFF_HZ, BREATH_SELECT_BAND.1 + 0.2)?;
+    let mut out = Vec::with_capacity(combined.len());
+    bp.filter_series(combined, &mut out);
+    out.iter().all(|v| v.is_finite()).then(|| out.into())
+}
+
 /// Tunables (grid samples at `GRID_HZ`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct VitalsConfig {
@@ -133,6 +142,10 @@ pub struct VitalsEstimator {
     pers_heart: Persistence,
     pub breathing: VitalReading,
     pub heart: VitalReading,
+    /// The chest motion behind the latest breathing analysis: the combined, drift-free series
+    /// low-passed for display, at `GRID_HZ`, oldest first. `None` until a still window was
+    /// analysed, and again after motion. Shared, so publishing it costs a reference count.
+    pub breathing_wave: Option<std::sync::Arc<[f32]>>,
     spec: Spectrum,
     spec_drift: Spectrum,
     spec_raw: Spectrum,
@@ -166,6 +179,7 @@ impl VitalsEstimator {
             sel_heart: Selection::default(),
             breathing: VitalReading::default(),
             heart: VitalReading::default(),
+            breathing_wave: None,
             spec: Spectrum::default(),
             spec_drift: Spectrum::default(),
             spec_raw: Spectrum::default(),
@@ -195,6 +209,7 @@ impl VitalsEstimator {
         self.pers_heart.reset();
         self.breathing = VitalReading::default();
         self.heart = VitalReading::default();
+        self.breathing_wave = None;
     }
 
     /// Still grid samples available (the analysis window never spans motion).
@@ -363,6 +378,7 @@ impl VitalsEstimator {
         let len = still.min(self.cfg.breath_window);
         if len < self.cfg.breath_min_window {
             self.breathing = VitalReading::default();
+            self.breathing_wave = None;
             self.pers_breath.reset();
             return;
         }
@@ -382,6 +398,7 @@ impl VitalsEstimator {
         self.drift = drift_view;
         let mut spec = std::mem::take(&mut self.spec);
         highpass_zero_phase(&mut self.combined, GRID_HZ, DRIFT_CUTOFF_HZ);
+        self.breathing_wave = display_wave(&self.combined);
         self.fft_breath
             .power(&mut self.combined, GRID_HZ, &mut spec);
         let peak = spec.peak(BREATH_BAND.0, BREATH_BAND.1, &mut self.scratch);
