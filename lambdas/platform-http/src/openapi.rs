@@ -1,4 +1,4 @@
-//! The platform's OpenAPI document (`lambdas/platform/openapi.json`): served at
+//! The platform's OpenAPI document (`lambdas/platform-http/openapi.json`): served at
 //! `/api/v1/openapi.json`, and the source of the request-body schemas the router validates
 //! against, so the document and the server cannot disagree about what a request may contain.
 
