@@ -2,9 +2,27 @@
 // BASE_URL is a failure, never a skip.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { checkResponse, protocolOf } from "./clients/protocols.mjs";
 
 export const BASE_URL = process.env.BASE_URL;
 assert.ok(BASE_URL, "BASE_URL must point at `wrangler dev` (the test command starts it)");
+
+// Every response of the ACP, UCP and MCP routes that any e2e suite receives is checked against
+// the protocol's published schema (clients/protocols.mjs) before the test sees it: a body that
+// strays from its spec fails the test that asked for it, with the schema errors.
+const plainFetch = globalThis.fetch;
+globalThis.fetch = async (input, init = {}) => {
+  const res = await plainFetch(input, init);
+  const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
+  if (url.origin === new URL(BASE_URL).origin && protocolOf(url.pathname)) {
+    const text = await res.clone().text();
+    checkResponse(
+      { method: (init.method ?? "GET").toUpperCase(), path: url.pathname, headers: init.headers, body: init.body },
+      { status: res.status, headers: res.headers, text },
+    );
+  }
+  return res;
+};
 
 // Requests from loopback skip the limiter in wrangler dev (RATE_LIMIT_EXEMPT in edge/.dev.vars),
 // so most tests can send several requests a second. A test that exercises the limiter sends a

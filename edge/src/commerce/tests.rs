@@ -1,7 +1,7 @@
 //! The commerce endpoints and tools against a scripted Stripe ([`Fake`]).
 
 use super::backend::Backend;
-use super::problems::RETRY_AFTER_S;
+use super::failure::RETRY_AFTER_S;
 use super::routes::route;
 use super::tools::{CommerceTool, CommerceTools};
 use crate::catalog::Catalog;
@@ -249,40 +249,86 @@ fn acp_requires_version_and_key() {
     assert!(fake.calls.borrow().is_empty());
 }
 
+/// A UCP business outcome: HTTP 200, `ucp.status: "error"`, and the first message's code and
+/// severity.
+fn ucp_outcome(r: &Reply, v: &Value) -> (String, String) {
+    assert_eq!(r.status, 200, "{v}");
+    assert_eq!(v["ucp"]["status"], "error", "{v}");
+    let m = &v["messages"][0];
+    assert_eq!(m["type"], "error");
+    assert!(m["content"].as_str().is_some_and(|c| !c.is_empty()));
+    (
+        m["code"].as_str().unwrap_or("").to_string(),
+        m["severity"].as_str().unwrap_or("").to_string(),
+    )
+}
+
 #[test]
-fn bad_requests_get_clear_problems() {
+fn bad_requests_answer_in_the_protocols_shapes() {
     let fake = Fake::new();
     let ucp = |body: &str| Request::new("POST", UCP_SESSIONS).with_body(body.as_bytes().to_vec());
     let (r, v) = call(&fake, ucp(r#"{"line_items":[{"item":{"id":"nope"}}]}"#));
-    assert_eq!((r.status, v["code"].as_str()), (422, Some("unknown_offer")));
+    assert_eq!(
+        ucp_outcome(&r, &v),
+        ("unknown_offer".into(), "recoverable".into())
+    );
+    assert_eq!(v["messages"][0]["path"], "$.line_items[0].id");
     let (r, v) = call(
         &fake,
         ucp(r#"{"line_items":[{"item":{"id":"price_hub"}}]}"#),
     );
-    assert_eq!((r.status, v["code"].as_str()), (409, Some("out_of_stock")));
+    assert_eq!(ucp_outcome(&r, &v).0, "out_of_stock");
+    // A body that is not JSON cannot be served: a protocol error, `{code, content}`.
     let (r, v) = call(&fake, ucp("{not json"));
-    assert_eq!((r.status, v["code"].as_str()), (400, Some("invalid_body")));
+    assert_eq!(r.status, 400);
+    assert_eq!(v["code"], "invalid_body");
+    assert!(v["content"].is_string() && v.get("ucp").is_none());
     let (r, v) = call(
         &fake,
         ucp(
             r#"{"line_items":[{"item":{"id":"pro_monthly"}}],"payment":{"instruments":[{"id":"tok"}]}}"#,
         ),
     );
-    assert_eq!(
-        (r.status, v["code"].as_str()),
-        (400, Some("payment_not_accepted"))
+    assert_eq!(ucp_outcome(&r, &v).0, "payment_not_accepted");
+    assert_eq!(v["messages"][0]["path"], "$.payment");
+    assert!(
+        v["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("continue_url")
     );
-    assert!(v["detail"].as_str().unwrap().contains("continue_url"));
     let (r, v) = call(
         &fake,
         ucp(r#"{"line_items":[{"item":{"id":"pro_monthly"},"quantity":2}]}"#),
     );
-    assert_eq!((r.status, v["code"].as_str()), (400, Some("invalid")));
-    let (r, _) = call(
+    assert_eq!(ucp_outcome(&r, &v).0, "invalid");
+    let (r, v) = call(
         &fake,
         ucp(r#"{"line_items":[{"item":{"id":"pro_monthly"}}]}"#).with_header("X-PAYMENT", "abc"),
     );
-    assert_eq!(r.status, 400);
+    assert_eq!(ucp_outcome(&r, &v).0, "payment_not_accepted");
+    // The same failures in ACP's flat Error object.
+    let acp = |body: &str| {
+        Request::new("POST", ACP_SESSIONS)
+            .with_header("api-version", "2026-04-17")
+            .with_header("idempotency-key", body)
+            .with_body(body.as_bytes().to_vec())
+    };
+    let (r, v) = call(&fake, acp(r#"{"line_items":[{"id":"nope"}]}"#));
+    assert_eq!(r.status, 422);
+    assert_eq!(v["type"], "invalid_request");
+    assert_eq!(v["code"], "unknown_offer");
+    assert_eq!(v["param"], "$.line_items[0].id");
+    assert!(v["message"].is_string() && v.get("detail").is_none());
+    let (r, v) = call(
+        &fake,
+        acp(r#"{"line_items":[{"id":"pro_monthly"}],"payment_data":{"token":"t"}}"#),
+    );
+    assert_eq!(
+        (r.status, v["code"].as_str()),
+        (400, Some("payment_not_accepted"))
+    );
+    assert_eq!(v["param"], "$.payment_data");
     assert!(
         !fake.calls.borrow().iter().any(|c| c.method == "POST"),
         "nothing reached checkout"
@@ -305,25 +351,30 @@ fn ucp_flow_create_get_complete_cancel() {
     let (r, done) = call(&fake, Request::new("POST", &format!("{path}/complete")));
     assert_eq!(r.status, 200);
     assert_eq!(done["continue_url"], v["continue_url"]);
-    let (r, _) = call(
+    let (r, v) = call(
         &fake,
         Request::new("PUT", &path)
             .with_body(br#"{"line_items":[{"item":{"id":"other"}}]}"#.to_vec()),
     );
-    assert_eq!(r.status, 409);
+    assert_eq!(ucp_outcome(&r, &v).0, "line_items_fixed");
     let (r, c) = call(&fake, Request::new("POST", &format!("{path}/cancel")));
     assert_eq!(r.status, 200);
     assert_eq!(c["status"], "canceled");
-    let (r, _) = call(
+    // An unknown checkout is UCP's error response: the ucp object and a not_found message.
+    let (r, v) = call(
         &fake,
         Request::new("GET", &format!("{UCP_SESSIONS}/cs_other")),
     );
-    assert_eq!(r.status, 404);
-    let (r, _) = call(
+    assert_eq!(
+        ucp_outcome(&r, &v),
+        ("not_found".into(), "unrecoverable".into())
+    );
+    assert_eq!(v["ucp"]["version"], crate::meta::UCP_VERSION);
+    let (r, v) = call(
         &fake,
         Request::new("GET", &format!("{UCP_SESSIONS}/..%2Fv1")),
     );
-    assert_eq!(r.status, 404);
+    assert_eq!(ucp_outcome(&r, &v).0, "not_found");
 }
 
 #[test]
