@@ -23,5 +23,5 @@ mod tools;
 mod tests;
 
 pub use backend::{Backend, Offline};
-pub use routes::route;
+pub use routes::{refusal, route};
 pub use tools::{CommerceTool, CommerceTools};

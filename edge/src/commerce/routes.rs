@@ -89,6 +89,23 @@ pub async fn route<B: Backend>(req: &Request, cfg: &Config, base: &str, b: &B) -
     Some(cors_any(reply).with_header("cache-control", "no-store"))
 }
 
+/// A refusal made before routing (the rate limiter's 429, a body over the size limit) in the
+/// error shape of the commerce binding `path` belongs to; `None` for any other path.
+pub fn refusal(path: &str, status: u16, code: &'static str, detail: &str) -> Option<Reply> {
+    let ucp = if path.starts_with(UCP_SESSIONS) {
+        true
+    } else if path.starts_with(ACP_SESSIONS) {
+        false
+    } else {
+        return None;
+    };
+    Some(render(
+        ucp,
+        &Failure::new(status, code, detail, Ucp::Protocol),
+        "",
+    ))
+}
+
 /// What a request to a checkout-sessions path (`rest` after the binding's base) asks for, or
 /// the 404/405 failure when it asks for nothing we do.
 fn action(req: &Request, ucp: bool, rest: &str) -> Result<Action, Failure> {
