@@ -21,6 +21,7 @@ const DOCS = {
   "/.well-known/agent-skills/index.json": "application/json",
   "/.well-known/ucp": "application/json",
   "/.well-known/acp.json": "application/json",
+  "/.well-known/agent-card.json": "application/json",
   "/agent/skills/buy-products/SKILL.md": "text/markdown; charset=utf-8",
   "/.well-known/http-message-signatures-directory": "application/http-message-signatures-directory+json",
 };

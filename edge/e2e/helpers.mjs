@@ -59,3 +59,39 @@ export async function assertProblem(res, status) {
   assert.equal(typeof body.instance, "string");
   return body;
 }
+
+// The protocols' own error shapes (the schemas are checked on every response already; these
+// pin the status and code a test expects).
+
+/** ACP's flat Error object: `{type, code, message, param?}`. */
+export async function assertAcpError(res, status, code) {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get("content-type"), "application/json");
+  const body = await res.json();
+  assert.ok(["invalid_request", "processing_error", "service_unavailable"].includes(body.type), body.type);
+  assert.equal(body.code, code);
+  assert.equal(typeof body.message, "string");
+  return body;
+}
+
+/** A UCP protocol error: the HTTP status with `{code, content}`. */
+export async function assertUcpError(res, status, code) {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get("content-type"), "application/json");
+  const body = await res.json();
+  assert.equal(body.code, code);
+  assert.equal(typeof body.content, "string");
+  return body;
+}
+
+/** A UCP business outcome without a checkout: HTTP 200, `ucp.status: "error"`, one message. */
+export async function assertUcpOutcome(res, code, severity) {
+  assert.equal(res.status, 200);
+  const body = await res.json();
+  assert.equal(body.ucp.status, "error");
+  const [m] = body.messages;
+  assert.equal(m.type, "error");
+  assert.equal(m.code, code);
+  if (severity) assert.equal(m.severity, severity);
+  return m;
+}

@@ -1,7 +1,7 @@
 // The MCP server at /mcp over real HTTP: both protocol eras, tools, and the HTTP rules.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { BASE_URL, mcp, assertProblem } from "./helpers.mjs";
+import { BASE_URL, mcp } from "./helpers.mjs";
 
 const MODERN = "2026-07-28";
 const meta = { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} };
@@ -90,7 +90,9 @@ test("tool input errors are tool results; protocol errors use JSON-RPC codes", a
   assert.equal(unknownTool.error.code, -32602);
   const parse = await mcp("{oops");
   assert.equal(parse.status, 400);
-  assert.equal((await parse.json()).error.code, -32700);
+  const parsed = await parse.json();
+  assert.equal(parsed.error.code, -32700);
+  assert.equal("id" in parsed, false, "an unreadable id is left out, not null");
   const invalid = await mcp({ id: 1, method: "ping" });
   assert.equal((await invalid.json()).error.code, -32600);
   const method = await (await mcp({ jsonrpc: "2.0", id: 3, method: "nope" })).json();
@@ -100,11 +102,15 @@ test("tool input errors are tool results; protocol errors use JSON-RPC codes", a
 test("GET and DELETE on /mcp are 405; foreign Host or Origin is 403", async () => {
   for (const m of ["GET", "DELETE"]) {
     const res = await fetch(`${BASE_URL}/mcp`, { method: m });
-    await assertProblem(res, 405);
+    assert.equal(res.status, 405);
+    assert.equal((await res.json()).error.code, -32000);
     assert.match(res.headers.get("allow"), /POST/);
   }
   const evil = await mcp({ jsonrpc: "2.0", id: 1, method: "ping" }, { origin: "http://evil.example.com" });
-  await assertProblem(evil, 403);
+  assert.equal(evil.status, 403);
+  const refused = await evil.json();
+  assert.equal(refused.error.code, -32000);
+  assert.equal(refused.id, 1, "the refusal answers the request's id");
   const ok = await mcp({ jsonrpc: "2.0", id: 1, method: "ping" }, { origin: "http://localhost:3000" });
   assert.equal(ok.status, 200);
   assert.equal(ok.headers.get("access-control-allow-origin"), "http://localhost:3000");

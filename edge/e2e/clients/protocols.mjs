@@ -44,21 +44,39 @@ function draft04Bounds(node) {
   return out;
 }
 
+// The 2025-09-29 bundle closes CheckoutSessionBase (`additionalProperties: false`) without an
+// `order` property, so its CheckoutSessionWithOrder (Base plus a required `order`) can match no
+// document at all; 2025-12-12 fixed it by declaring `order` on the base. Apply that fix.
+function orderOnBase(bundle) {
+  const base = bundle.$defs?.CheckoutSessionBase;
+  if (base?.additionalProperties === false && base.properties && !base.properties.order) {
+    base.properties.order = { $ref: "#/$defs/Order" };
+  }
+  return bundle;
+}
+
 // ACP publishes one JSON Schema bundle per API version.
 const acp = new Map(
   ACP_VERSIONS.map((v) => {
     const ajv = newAjv();
-    ajv.addSchema(draft04Bounds(readJson(join(SCHEMAS, "acp", v, "schema.agentic_checkout.json"))), "acp");
+    ajv.addSchema(orderOnBase(draft04Bounds(readJson(join(SCHEMAS, "acp", v, "schema.agentic_checkout.json")))), "acp");
     return [v, ajv];
   }),
 );
 
 // UCP publishes a tree of schemas addressed by `$id`. The discovery profile refers to
 // `../schemas/ucp.json` from `.../schemas/discovery/profile.json`, which resolves one directory
-// too deep; register the file under that address as well.
+// too deep (`https://ucp.dev/schemas/schemas/ucp.json`); mirror the tree under that prefix too,
+// so the relative references inside the mirrored files resolve among themselves.
+const UCP_ROOT = "https://ucp.dev/schemas/";
 const ucp = newAjv();
-for (const path of walk(join(SCHEMAS, "ucp", "2026-04-08"))) ucp.addSchema(readJson(path));
-ucp.addSchema({ ...readJson(join(SCHEMAS, "ucp", "2026-04-08", "schemas", "ucp.json")), $id: "https://ucp.dev/schemas/schemas/ucp.json" });
+for (const path of walk(join(SCHEMAS, "ucp", "2026-04-08"))) {
+  const schema = readJson(path);
+  ucp.addSchema(schema);
+  if (typeof schema.$id === "string" && schema.$id.startsWith(UCP_ROOT)) {
+    ucp.addSchema({ ...schema, $id: `${UCP_ROOT}schemas/${schema.$id.slice(UCP_ROOT.length)}` });
+  }
+}
 // UCP defines the body of a protocol error (401, 403, 409, 429, 503, and 400/422/424 discovery
 // and version failures) in prose only (overview, "Error Handling": "JSON body containing `code`
 // and `content`", with an optional `continue_url`); this is that sentence as a schema.
