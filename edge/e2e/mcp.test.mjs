@@ -80,6 +80,16 @@ test("modern-era header rules and version errors", async () => {
   const missingMethod = await modern("nope/nope");
   assert.equal(missingMethod.status, 404);
   assert.equal((await missingMethod.json()).error.code, -32601);
+  // The stateless era removed the handshake and the per-connection utilities.
+  for (const removed of ["initialize", "ping", "logging/setLevel"]) {
+    const res = await modern(removed);
+    assert.equal(res.status, 404, removed);
+    assert.equal((await res.json()).error.code, -32601, removed);
+  }
+  // A tools/call whose Mcp-Name disagrees with params.name is a header mismatch.
+  const name = await modern("tools/call", { name: "site_info", arguments: {} }, { "mcp-name": "read_page" });
+  assert.equal(name.status, 400);
+  assert.equal((await name.json()).error.code, -32020);
 });
 
 test("tool input errors are tool results; protocol errors use JSON-RPC codes", async () => {
