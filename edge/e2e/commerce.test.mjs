@@ -4,6 +4,7 @@
 import { test, beforeEach } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
 import { BASE_URL, get, mcp, assertProblem, assertAcpError, assertUcpError, assertUcpOutcome } from "./helpers.mjs";
 
@@ -374,4 +375,108 @@ test("commerce responses match the OpenAPI document", async () => {
   const ucpBad = await post(UCP, "{");
   assert.ok(doc.paths[UCP].post.responses[String(ucpBad.status)]);
   check("UcpError", await ucpBad.json());
+});
+
+// Every failure path of ACP and UCP, one test per row of the edge README's failure table (the
+// last test keeps the table and these cases equal). Rows whose trigger needs the Stripe fake's
+// failure hooks, the limiter or a scripted store are tested elsewhere and named in the table.
+const sessions = {};
+async function openSession() {
+  sessions.open ??= (await (await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] })).json()).id;
+  return sessions.open;
+}
+async function canceledSession() {
+  if (!sessions.canceled) {
+    const id = (await (await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] })).json()).id;
+    assert.equal((await post(`${UCP}/${id}/cancel`, {})).status, 200);
+    sessions.canceled = id;
+  }
+  return sessions.canceled;
+}
+const acpNew = (extra) => acpHeaders("2026-04-17", extra);
+const BIG = JSON.stringify({ line_items: [{ item: { id: "pro_monthly" } }], pad: "x".repeat(300 * 1024) });
+const FAILURES = [
+  // [protocol, failure, status, code, UCP severity, request]
+  ["ACP", "API-Version missing", 400, "missing_api_version", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }] }, { "idempotency-key": randomUUID() })],
+  ["ACP", "API-Version unknown", 400, "unsupported_api_version", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }] }, acpHeaders("2099-01-01"))],
+  ["ACP", "Idempotency-Key missing on a POST", 400, "idempotency_key_required", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }] }, { "api-version": "2026-04-17" })],
+  ["ACP", "Idempotency-Key malformed", 400, "invalid", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }] }, acpNew({ "idempotency-key": "k".repeat(256) }))],
+  ["ACP", "body not JSON", 400, "invalid_body", null, () => post(ACP, "{oops", acpNew())],
+  ["ACP", "body not an object", 400, "invalid_body", null, () => post(ACP, "[1]", acpNew())],
+  ["ACP", "no line item", 400, "missing", null, () => post(ACP, {}, acpNew())],
+  ["ACP", "more than one line item", 400, "invalid", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }, { id: "sensor_node" }] }, acpNew())],
+  ["ACP", "quantity out of range", 400, "invalid", null, () => post(ACP, { line_items: [{ id: "sensor_node", quantity: 0 }] }, acpNew())],
+  ["ACP", "currency malformed", 400, "invalid", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }], currency: "dollars" }, acpNew())],
+  ["ACP", "buyer email malformed", 400, "invalid", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }], buyer: { email: "nope" } }, acpNew())],
+  ["ACP", "unknown offer", 422, "unknown_offer", null, () => post(ACP, { line_items: [{ id: "no_such_offer" }] }, acpNew())],
+  ["ACP", "offer out of stock", 409, "out_of_stock", null, () => post(ACP, { line_items: [{ id: "sensor_hub" }] }, acpNew())],
+  ["ACP", "payment data in the body", 400, "payment_not_accepted", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }], payment_data: { token: "spt_1" } }, acpNew())],
+  ["ACP", "payment header (x402)", 400, "payment_not_accepted", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }] }, acpNew({ "x-payment": "eyJ4In0=" }))],
+  ["ACP", "Idempotency-Key reused with another body", 422, "idempotency_conflict", null, async () => {
+    const h = acpNew();
+    assert.equal((await post(ACP, { line_items: [{ id: "pro_monthly" }] }, h)).status, 201);
+    return post(ACP, { line_items: [{ id: "pro_yearly" }] }, h);
+  }],
+  ["ACP", "unknown checkout session", 404, "not_found", null, () => get(`${ACP}/cs_test_doesnotexist`, { "api-version": "2026-04-17" })],
+  ["ACP", "unknown endpoint", 404, "not_found", null, async () => post(`${ACP}/${await openSession()}/pay`, {}, acpNew())],
+  ["ACP", "method not allowed", 405, "method_not_allowed", null, () => fetch(`${BASE_URL}${ACP}`, { method: "DELETE", headers: { "api-version": "2026-04-17" } })],
+  ["ACP", "update changes the items", 409, "line_items_fixed", null, async () => post(`${ACP}/${await openSession()}`, { line_items: [{ id: "pro_yearly" }] }, acpNew())],
+  ["ACP", "complete a canceled session", 409, "checkout_canceled", null, async () => post(`${ACP}/${await canceledSession()}/complete`, {}, acpNew())],
+  ["ACP", "cancel a final session", 405, "checkout_not_cancelable", null, async () => post(`${ACP}/${await canceledSession()}/cancel`, {}, acpNew())],
+  ["ACP", "body over 256 KiB", 413, "request_too_large", null, () => post(ACP, BIG, acpNew())],
+  ["UCP", "body not JSON", 400, "invalid_body", null, () => post(UCP, "{oops")],
+  ["UCP", "body not an object", 400, "invalid_body", null, () => post(UCP, "[1]")],
+  ["UCP", "Idempotency-Key malformed", 400, "invalid", null, () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { "idempotency-key": "k".repeat(256) })],
+  ["UCP", "Idempotency-Key reused with another body", 409, "idempotency_conflict", null, async () => {
+    const h = { "idempotency-key": randomUUID() };
+    assert.equal((await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, h)).status, 201);
+    return post(UCP, { line_items: [{ item: { id: "pro_yearly" } }] }, h);
+  }],
+  ["UCP", "no line item", 200, "missing", "recoverable", () => post(UCP, {})],
+  ["UCP", "more than one line item", 200, "invalid", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }, { item: { id: "sensor_node" } }] })],
+  ["UCP", "quantity out of range", 200, "invalid", "recoverable", () => post(UCP, { line_items: [{ item: { id: "sensor_node" }, quantity: 0 }] })],
+  ["UCP", "currency malformed", 200, "invalid", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }], currency: "dollars" })],
+  ["UCP", "buyer email malformed", 200, "invalid", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }], buyer: { email: "nope" } })],
+  ["UCP", "unknown offer", 200, "unknown_offer", "recoverable", () => post(UCP, { line_items: [{ item: { id: "no_such_offer" } }] })],
+  ["UCP", "offer out of stock", 200, "out_of_stock", "recoverable", () => post(UCP, { line_items: [{ item: { id: "sensor_hub" } }] })],
+  ["UCP", "payment data in the body", 200, "payment_not_accepted", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }], payment: { instruments: [{ id: "i" }] } })],
+  ["UCP", "payment header (x402)", 200, "payment_not_accepted", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { "payment-signature": "eyJ4In0=" })],
+  ["UCP", "unknown checkout session", 200, "not_found", "unrecoverable", () => get(`${UCP}/cs_test_doesnotexist`)],
+  ["UCP", "unknown endpoint", 404, "not_found", null, async () => post(`${UCP}/${await openSession()}/pay`, {})],
+  ["UCP", "method not allowed", 405, "method_not_allowed", null, () => fetch(`${BASE_URL}${UCP}`, { method: "DELETE" })],
+  ["UCP", "update changes the items", 200, "line_items_fixed", "recoverable", async () => fetch(`${BASE_URL}${UCP}/${await openSession()}`, {
+    method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ line_items: [{ item: { id: "pro_yearly" } }] }),
+  })],
+  ["UCP", "complete a canceled session", 200, "checkout_canceled", "unrecoverable", async () => post(`${UCP}/${await canceledSession()}/complete`, {})],
+  ["UCP", "cancel a final session", 200, "checkout_not_cancelable", "unrecoverable", async () => post(`${UCP}/${await canceledSession()}/cancel`, {})],
+  ["UCP", "body over 256 KiB", 413, "request_too_large", null, () => post(UCP, BIG)],
+];
+
+for (const [proto, failure, status, code, severity, send] of FAILURES) {
+  test(`failure table: ${proto} ${failure} → ${status} ${code}`, async () => {
+    const res = await send();
+    if (proto === "ACP") await assertAcpError(res, status, code);
+    else if (status === 200) await assertUcpOutcome(res, code, severity);
+    else await assertUcpError(res, status, code);
+  });
+}
+
+test("the README's failure table and these tests agree, row for row", () => {
+  const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+  const section = readme.slice(readme.indexOf("#### Failure table"));
+  const table = section.slice(0, section.indexOf("\n#", 1));
+  const rows = table.split("\n").filter((l) => /^\| (ACP|UCP) \|/.test(l))
+    .map((l) => l.split(" | ").map((c) => c.replace(/^\| ?|`| ?\|$/g, "").trim()));
+  assert.ok(rows.length > FAILURES.length, "the table has rows");
+  const here = rows.filter((r) => r[5] === "failure table loop");
+  assert.deepEqual(
+    here.map(([p, f, st, c]) => `${p} ${f} → ${st} ${c}`).sort(),
+    FAILURES.map(([p, f, st, c]) => `${p} ${f} → ${st} ${c}`).sort(),
+  );
+  for (const [p, f, , , , where] of rows.filter((r) => r[5] !== "failure table loop")) {
+    const m = where.match(/^(\S+): (.+)$/);
+    assert.ok(m, `${p} ${f}: test column "${where}"`);
+    const text = readFileSync(new URL(`../${m[1]}`, import.meta.url), "utf8");
+    assert.ok(text.includes(m[2]), `${p} ${f}: ${m[1]} has no "${m[2]}"`);
+  }
 });

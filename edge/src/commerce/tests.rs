@@ -22,6 +22,10 @@ use std::collections::HashMap;
 pub(crate) struct Fake {
     pub calls: RefCell<Vec<HttpCall>>,
     pub fail: RefCell<Option<TransportError>>,
+    /// Stripe's answer to the next POST, once (a refusal the transport delivers).
+    pub answer: RefCell<Option<HttpAnswer>>,
+    /// The idempotency store's next answer, once.
+    pub store: RefCell<Option<Result<Begin, String>>>,
     pub records: RefCell<HashMap<String, idempotency::Record>>,
     pub cache: RefCell<Option<Catalog>>,
     pub logs: RefCell<Vec<String>>,
@@ -33,6 +37,8 @@ impl Fake {
         Self {
             calls: RefCell::default(),
             fail: RefCell::default(),
+            answer: RefCell::default(),
+            store: RefCell::default(),
             records: RefCell::default(),
             cache: RefCell::default(),
             logs: RefCell::default(),
@@ -71,6 +77,11 @@ impl Backend for Fake {
         if let Some(e) = self.fail.borrow().clone() {
             return Err(e);
         }
+        if call.method == "POST"
+            && let Some(a) = self.answer.borrow_mut().take()
+        {
+            return Ok(a);
+        }
         let ok = |v: Value| {
             Ok(HttpAnswer {
                 status: 200,
@@ -104,6 +115,9 @@ impl Backend for Fake {
         }
     }
     async fn idem_begin(&self, key: &str, fp: &str) -> Result<Begin, String> {
+        if let Some(b) = self.store.borrow_mut().take() {
+            return b;
+        }
         let mut recs = self.records.borrow_mut();
         let (b, rec) = idempotency::begin(recs.get(key), fp, self.now);
         if let Some(r) = rec {
@@ -427,4 +441,63 @@ fn mcp_tools_return_only_the_link_and_id() {
         &json!({"offer_id": "pro_monthly", "payment_data": {"token": "t"}}),
     ));
     assert!(matches!(pay, ToolOutcome::Error(m) if m.contains("continue_url")));
+}
+
+/// The failure-table rows no e2e run can trigger on demand: a key still in flight, Stripe
+/// refusing a request, the idempotency store down. Each in both protocols' shapes.
+#[test]
+fn in_flight_refused_and_store_down_answer_in_both_shapes() {
+    let ucp = |key: &str| {
+        Request::new("POST", UCP_SESSIONS)
+            .with_header("idempotency-key", key)
+            .with_body(br#"{"line_items":[{"item":{"id":"pro_monthly"}}]}"#.to_vec())
+    };
+    let acp = |key: &str| {
+        acp_post(
+            ACP_SESSIONS,
+            r#"{"line_items":[{"id":"pro_monthly"}]}"#,
+            key,
+        )
+    };
+    for (req, ucp_binding) in [(ucp("k1"), true), (acp("k2"), false)] {
+        let fake = Fake::new();
+        *fake.store.borrow_mut() = Some(Ok(Begin::InFlight));
+        let (r, v) = call(&fake, req.clone());
+        assert_eq!(
+            (r.status, v["code"].as_str()),
+            (409, Some("idempotency_in_flight"))
+        );
+        assert_eq!(r.header("retry-after"), Some("1"));
+        assert_eq!(
+            v.get("type").is_some(),
+            !ucp_binding,
+            "ACP Error or UCP {{code, content}}"
+        );
+
+        let fake = Fake::new();
+        *fake.store.borrow_mut() = Some(Err("storage down".into()));
+        let (r, v) = call(&fake, req.clone());
+        assert_eq!(
+            (r.status, v["code"].as_str()),
+            (503, Some("service_unavailable"))
+        );
+        assert_eq!(r.header("retry-after"), Some(RETRY_AFTER_S));
+
+        let fake = Fake::new();
+        *fake.answer.borrow_mut() = Some(HttpAnswer {
+            status: 400,
+            body: br#"{"error":{"type":"invalid_request_error","code":"parameter_invalid_integer","message":"Invalid integer"}}"#.to_vec(),
+        });
+        let (r, v) = call(&fake, req);
+        assert_eq!(
+            (r.status, v["code"].as_str()),
+            (502, Some("processing_error")),
+            "{v}"
+        );
+        if !ucp_binding {
+            assert_eq!(v["type"], "processing_error");
+        } else {
+            assert!(v["content"].is_string());
+        }
+    }
 }
