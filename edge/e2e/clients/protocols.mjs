@@ -96,8 +96,13 @@ const mcp = new Map(
   }),
 );
 
+// A2A 1.0 publishes its types as protobuf (specification/a2a.proto) and no JSON Schema; the
+// AgentCard schema in schemas/a2a is written from that file (ProtoJSON names, REQUIRED fields).
+const a2a = newAjv();
+a2a.addSchema(readJson(join(SCHEMAS, "a2a", "1.0", "agent-card.json")));
+
 /** What was validated, by protocol; read by tests that assert the client saw traffic. */
-export const seen = { acp: 0, ucp: 0, mcp: 0 };
+export const seen = { acp: 0, ucp: 0, mcp: 0, a2a: 0 };
 
 function check(ajv, ref, body, what) {
   const validate = ajv.getSchema(ref);
@@ -127,6 +132,7 @@ export function protocolOf(path) {
   if (path.startsWith("/agent/commerce/acp/") || path === "/.well-known/acp.json") return "acp";
   if (path.startsWith("/agent/commerce/ucp/") || path === "/.well-known/ucp") return "ucp";
   if (path === "/mcp") return "mcp";
+  if (path === "/.well-known/agent-card.json") return "a2a";
   return null;
 }
 
@@ -149,6 +155,7 @@ export function checkResponse(request, response) {
   seen[proto] += 1;
   if (proto === "acp") return checkAcp(request, response.status, body, what);
   if (proto === "ucp") return checkUcp(request, response.status, body, what);
+  if (proto === "a2a") return check(a2a, "urn:a2a:1.0:agent-card", body, what);
   return checkMcp(request, response.status, body, what);
 }
 
