@@ -450,6 +450,7 @@ const FAILURES = [
   ["UCP", "complete a canceled session", 200, "checkout_canceled", "unrecoverable", async () => post(`${UCP}/${await canceledSession()}/complete`, {})],
   ["UCP", "cancel a final session", 200, "checkout_not_cancelable", "unrecoverable", async () => post(`${UCP}/${await canceledSession()}/cancel`, {})],
   ["UCP", "body over 256 KiB", 413, "request_too_large", null, () => post(UCP, BIG)],
+  ["UCP", "UCP-Agent profile not on a public https host", 400, "invalid_profile_url", null, () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { "ucp-agent": 'profile="https://127.0.0.1/profile.json"' })],
 ];
 
 for (const [proto, failure, status, code, severity, send] of FAILURES) {

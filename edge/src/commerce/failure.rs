@@ -42,6 +42,8 @@ pub struct Failure {
     retry_after: Option<&'static str>,
     allow: Option<&'static str>,
     versions: bool,
+    /// UCP: a protocol error that offers the web fallback (negotiation failures).
+    continue_url: bool,
 }
 
 impl Failure {
@@ -60,6 +62,7 @@ impl Failure {
             retry_after: None,
             allow: None,
             versions: false,
+            continue_url: false,
         }
     }
 
@@ -75,6 +78,12 @@ impl Failure {
 
     pub(super) fn retry_after(mut self, secs: &'static str) -> Self {
         self.retry_after = Some(secs);
+        self
+    }
+
+    /// Adds `continue_url` (the pricing page) to a UCP protocol error.
+    pub(super) fn continue_at_pricing(mut self) -> Self {
+        self.continue_url = true;
         self
     }
 
@@ -193,11 +202,13 @@ impl Failure {
     /// The UCP answer: a protocol error or a business outcome (see the module docs).
     pub(super) fn ucp(&self, base: &str) -> Reply {
         match self.ucp {
-            Ucp::Protocol => self.reply(
-                self.status,
-                CT_JSON,
-                &json!({"code": self.code, "content": self.detail}),
-            ),
+            Ucp::Protocol => {
+                let mut v = json!({"code": self.code, "content": self.detail});
+                if self.continue_url {
+                    v["continue_url"] = json!(format!("{base}/pricing"));
+                }
+                self.reply(self.status, CT_JSON, &v)
+            }
             Ucp::Outcome(severity) => {
                 let mut m = json!({"type": "error", "code": self.code, "content": self.detail,
                     "severity": severity});

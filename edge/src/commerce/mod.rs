@@ -15,6 +15,7 @@
 
 mod backend;
 mod failure;
+mod negotiate;
 mod routes;
 mod service;
 mod tools;

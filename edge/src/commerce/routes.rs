@@ -65,7 +65,11 @@ pub async fn route<B: Backend>(req: &Request, cfg: &Config, base: &str, b: &B) -
         return Some(preflight());
     }
     let binding = if ucp {
-        Ok(Binding::Ucp)
+        match action(req, ucp, rest) {
+            // The platform's version is checked only for a request we would serve.
+            Ok(_) => super::negotiate::check(req, b).await.map(|()| Binding::Ucp),
+            Err(f) => Err(f),
+        }
     } else {
         checkout::acp_version(req.header("api-version"))
             .map(Binding::Acp)

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 pub(crate) struct Fake {
     pub calls: RefCell<Vec<HttpCall>>,
     pub fail: RefCell<Option<TransportError>>,
-    /// Stripe's answer to the next POST, once (a refusal the transport delivers).
+    /// The answer to the next POST or non-Stripe GET (a platform profile), once.
     pub answer: RefCell<Option<HttpAnswer>>,
     /// The idempotency store's next answer, once.
     pub store: RefCell<Option<Result<Begin, String>>>,
@@ -77,7 +77,7 @@ impl Backend for Fake {
         if let Some(e) = self.fail.borrow().clone() {
             return Err(e);
         }
-        if call.method == "POST"
+        if (call.method == "POST" || !call.url.starts_with("http://stripe.test"))
             && let Some(a) = self.answer.borrow_mut().take()
         {
             return Ok(a);
@@ -500,4 +500,66 @@ fn in_flight_refused_and_store_down_answer_in_both_shapes() {
             assert!(v["content"].is_string());
         }
     }
+}
+
+/// UCP request-time version validation: the profile named in `UCP-Agent` is fetched and its
+/// version checked before anything reaches Stripe.
+#[test]
+fn ucp_agent_profiles_are_fetched_and_their_version_checked() {
+    let create = |agent: Option<&str>| {
+        let r = Request::new("POST", UCP_SESSIONS)
+            .with_body(br#"{"line_items":[{"item":{"id":"pro_monthly"}}]}"#.to_vec());
+        match agent {
+            Some(a) => r.with_header("ucp-agent", a),
+            None => r,
+        }
+    };
+    let agent = Some(r#"profile="https://agent.example/ucp.json""#);
+    let answer = |status: u16, body: &str| HttpAnswer {
+        status,
+        body: body.as_bytes().to_vec(),
+    };
+    for (reply, status, code) in [
+        (
+            answer(200, r#"{"ucp":{"version":"2026-01-23"}}"#),
+            422,
+            "version_unsupported",
+        ),
+        (answer(200, "<html>"), 422, "profile_malformed"),
+        (answer(503, "{}"), 424, "profile_unreachable"),
+    ] {
+        let fake = Fake::new();
+        *fake.answer.borrow_mut() = Some(reply);
+        let (r, v) = call(&fake, create(agent));
+        assert_eq!((r.status, v["code"].as_str()), (status, Some(code)), "{v}");
+        assert_eq!(v["continue_url"], "https://s.test/pricing");
+        let calls = fake.calls.borrow();
+        assert_eq!(calls[0].url, "https://agent.example/ucp.json");
+        assert!(
+            !calls.iter().any(|c| c.method == "POST"),
+            "nothing reached Stripe"
+        );
+    }
+    let fake = Fake::new();
+    let (r, v) = call(&fake, create(Some(r#"profile="https://10.0.0.1/p""#)));
+    assert_eq!(
+        (r.status, v["code"].as_str()),
+        (400, Some("invalid_profile_url"))
+    );
+    assert!(
+        fake.calls.borrow().is_empty(),
+        "a private address is never fetched"
+    );
+
+    let fake = Fake::new();
+    *fake.answer.borrow_mut() = Some(answer(200, r#"{"ucp":{"version":"2026-04-08"}}"#));
+    let (r, v) = call(&fake, create(agent));
+    assert_eq!(r.status, 201, "{v}");
+    assert_eq!(v["ucp"]["version"], "2026-04-08");
+    let fake = Fake::new();
+    assert_eq!(
+        call(&fake, create(None)).0.status,
+        201,
+        "UCP-Agent is optional"
+    );
 }
