@@ -453,8 +453,12 @@ const FAILURES = [
   ["UCP", "UCP-Agent profile not on a public https host", 400, "invalid_profile_url", null, () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { "ucp-agent": 'profile="https://127.0.0.1/profile.json"' })],
 ];
 
+let openapi;
 for (const [proto, failure, status, code, severity, send] of FAILURES) {
   test(`failure table: ${proto} ${failure} → ${status} ${code}`, async () => {
+    openapi ??= await (await get("/openapi.json")).json();
+    const documented = openapi.paths[proto === "ACP" ? ACP : UCP].post.responses;
+    assert.ok(documented[String(status)], `OpenAPI documents ${status} for ${proto}`);
     const res = await send();
     if (proto === "ACP") await assertAcpError(res, status, code);
     else if (status === 200) await assertUcpOutcome(res, code, severity);

@@ -130,13 +130,21 @@ fn commerce_paths() -> Value {
             "operationId": "ucpCreateCheckout",
             "summary": "UCP 2026-04-08 checkout for one offer; answers requires_escalation with continue_url (pay on Stripe's hosted page). Also GET/PUT /{id}, POST /{id}/complete, POST /{id}/cancel.",
             "externalDocs": {"url": format!("https://ucp.dev/{}/specification/checkout", UCP_VERSION)},
-            "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 255}}],
+            "parameters": [
+                {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 255}},
+                {"name": "UCP-Agent", "in": "header", "required": false, "description": "profile=\"https://…\": the platform's UCP profile; its ucp.version must be this business's.", "schema": {"type": "string"}}
+            ],
             "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CheckoutRequest"}}}},
             "responses": {
                 "201": {"description": "UCP checkout object.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Checkout"}}}},
                 "200": shaped("A business outcome without a checkout (unknown offer or checkout, out of stock, bad input, payment data sent): UCP's error response, ucp.status \"error\" and messages with code and severity.", "UcpErrorResponse"),
-                "400": shaped("Body is not a JSON object, or a malformed Idempotency-Key.", "UcpError"),
+                "400": shaped("Body is not a JSON object, a malformed Idempotency-Key, or invalid_profile_url.", "UcpError"),
+                "404": shaped("No such endpoint under the binding.", "UcpError"),
+                "405": shaped("Method not allowed here (Allow header).", "UcpError"),
                 "409": shaped("Idempotency-Key reused with another body, or still in flight.", "UcpError"),
+                "413": shaped("Body over 256 KiB.", "UcpError"),
+                "422": shaped("The UCP-Agent profile is malformed or speaks another UCP version (version_unsupported).", "UcpError"),
+                "424": shaped("The UCP-Agent profile could not be fetched (profile_unreachable).", "UcpError"),
                 "429": shaped("More than one request per second from this client (Retry-After).", "UcpError"),
                 "502": shaped("Stripe refused the request.", "UcpError"),
                 "503": shaped("Stripe is unavailable; see Retry-After.", "UcpError")
@@ -154,7 +162,10 @@ fn commerce_paths() -> Value {
             "responses": {
                 "201": {"description": "ACP checkout session.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Checkout"}}}},
                 "400": shaped("Missing or unsupported API-Version (with supported_versions), missing Idempotency-Key, malformed body, or payment credentials.", "AcpError"),
-                "409": shaped("Offer out of stock, or a request with this key is in flight.", "AcpError"),
+                "404": shaped("No such checkout session or endpoint.", "AcpError"),
+                "405": shaped("Method not allowed, or cancel of a final session (Allow header).", "AcpError"),
+                "409": shaped("Offer out of stock, items changed on update, completing a canceled session, or a request with this key is in flight.", "AcpError"),
+                "413": shaped("Body over 256 KiB.", "AcpError"),
                 "422": shaped("Unknown offer id, or Idempotency-Key reused with another body.", "AcpError"),
                 "429": shaped("More than one request per second from this client (Retry-After).", "AcpError"),
                 "502": shaped("Stripe refused the request.", "AcpError"),
@@ -234,7 +245,7 @@ fn schemas(tools: &[ToolSpec]) -> Value {
             "type": "object",
             "description": "UCP protocol error.",
             "required": ["code", "content"],
-            "properties": {"code": {"type": "string"}, "content": {"type": "string"}}
+            "properties": {"code": {"type": "string"}, "content": {"type": "string"}, "continue_url": {"type": "string"}}
         },
         "UcpErrorResponse": {
             "type": "object",
