@@ -470,7 +470,7 @@ test("the README's failure table and these tests agree, row for row", () => {
   const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
   const section = readme.slice(readme.indexOf("#### Failure table"));
   const table = section.slice(0, section.indexOf("\n#", 1));
-  const rows = table.split("\n").filter((l) => /^\| (ACP|UCP) \|/.test(l))
+  const rows = table.split("\n").filter((l) => /^\| (ACP|UCP|MCP) \|/.test(l))
     .map((l) => l.split(" | ").map((c) => c.replace(/^\| ?|`| ?\|$/g, "").trim()));
   assert.ok(rows.length > FAILURES.length, "the table has rows");
   const here = rows.filter((r) => r[5] === "failure table loop");

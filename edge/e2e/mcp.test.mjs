@@ -125,3 +125,13 @@ test("GET and DELETE on /mcp are 405; foreign Host or Origin is 403", async () =
   assert.equal(ok.status, 200);
   assert.equal(ok.headers.get("access-control-allow-origin"), "http://localhost:3000");
 });
+
+test("an unknown MCP-Protocol-Version and a body over 256 KiB are JSON-RPC errors", async () => {
+  const old = await mcp({ jsonrpc: "2.0", id: 4, method: "tools/list" }, { "mcp-protocol-version": "1999-01-01" });
+  assert.equal(old.status, 400);
+  const ob = await old.json();
+  assert.deepEqual([ob.id, ob.error.code], [4, -32600]);
+  const big = await mcp({ jsonrpc: "2.0", id: 5, method: "ping", params: { pad: "x".repeat(300 * 1024) } });
+  assert.equal(big.status, 413);
+  assert.equal((await big.json()).error.code, -32000);
+});
