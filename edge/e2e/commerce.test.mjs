@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
 import { BASE_URL, get, mcp, assertProblem, assertAcpError, assertUcpError, assertUcpOutcome } from "./helpers.mjs";
+import { seen } from "./clients/protocols.mjs";
 
 const FAKE = process.env.STRIPE_FAKE_URL;
 assert.ok(FAKE, "STRIPE_FAKE_URL must point at the Stripe fake (the test command starts it)");
@@ -484,4 +485,11 @@ test("the README's failure table and these tests agree, row for row", () => {
     const text = readFileSync(new URL(`../${m[1]}`, import.meta.url), "utf8");
     assert.ok(text.includes(m[2]), `${p} ${f}: ${m[1]} has no "${m[2]}"`);
   }
+});
+
+test("the schema client validated this file's ACP and UCP traffic", () => {
+  // helpers.mjs routes every fetch through clients/protocols.mjs; if that hook stopped, the
+  // tests above would pass without a single schema check.
+  assert.ok(seen.acp >= 40, `ACP responses validated: ${seen.acp}`);
+  assert.ok(seen.ucp >= 40, `UCP responses validated: ${seen.ucp}`);
 });

@@ -2,6 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BASE_URL, mcp } from "./helpers.mjs";
+import { seen } from "./clients/protocols.mjs";
 
 const MODERN = "2026-07-28";
 const meta = { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} };
@@ -134,4 +135,8 @@ test("an unknown MCP-Protocol-Version and a body over 256 KiB are JSON-RPC error
   const big = await mcp({ jsonrpc: "2.0", id: 5, method: "ping", params: { pad: "x".repeat(300 * 1024) } });
   assert.equal(big.status, 413);
   assert.equal((await big.json()).error.code, -32000);
+});
+
+test("the schema client validated this file's MCP traffic", () => {
+  assert.ok(seen.mcp >= 20, `MCP responses validated: ${seen.mcp}`);
 });
