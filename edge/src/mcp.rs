@@ -8,7 +8,6 @@ use crate::meta::{
     MCP_LEGACY_VERSION as LEGACY_VERSION, MCP_MODERN_VERSION as MODERN_VERSION, SERVER_NAME,
     SERVICE_NAME, VERSION,
 };
-use crate::problem::Problem;
 use crate::reply::Reply;
 use crate::request::{Request, host_name};
 use crate::tool::{ToolBox, ToolOutcome};
@@ -30,6 +29,8 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
+/// JSON-RPC's implementation-defined server error, for refusals at the HTTP layer.
+pub const SERVER_ERROR: i64 = -32000;
 pub const HEADER_MISMATCH: i64 = -32020;
 pub const UNSUPPORTED_VERSION: i64 = -32022;
 
@@ -74,12 +75,31 @@ fn json_reply(status: u16, body: &Value) -> Reply {
     Reply::new(status, "application/json", bytes)
 }
 
+/// A JSON-RPC error response. An id we could not read is left out (the schema allows a
+/// string or an integer, not `null`).
 fn error_reply(id: &Value, e: RpcError) -> Reply {
     let mut error = json!({"code": e.code, "message": e.message});
     if let Some(data) = e.data {
         error["data"] = data;
     }
-    json_reply(e.http, &json!({"jsonrpc": "2.0", "id": id, "error": error}))
+    let mut body = json!({"jsonrpc": "2.0", "error": error});
+    if !id.is_null() {
+        body["id"] = id.clone();
+    }
+    json_reply(e.http, &body)
+}
+
+/// A refusal before the message is handled (rate limit, size limit, Host/Origin, method) as a
+/// JSON-RPC error with code -32000, carrying the request's id when its body has one and
+/// `data.retry_after` when the client should wait.
+pub fn refusal(body: &[u8], status: u16, message: &str, retry_after: Option<u64>) -> Reply {
+    let id = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|m| m.get("id").filter(|i| i.is_string() || i.is_i64()).cloned())
+        .unwrap_or(Value::Null);
+    let mut e = RpcError::new(status, SERVER_ERROR, message);
+    e.data = retry_after.map(|s| json!({"retry_after": s}));
+    error_reply(&id, e)
 }
 
 /// Checks `Host` and `Origin` against the allow list (DNS-rebinding protection). A missing
@@ -87,19 +107,14 @@ fn error_reply(id: &Value, e: RpcError) -> Reply {
 pub fn check_origin(req: &Request, cfg: &Config) -> Result<(), Reply> {
     let host = req.header("host").unwrap_or(&req.authority);
     if !cfg.host_allowed(host) {
-        return Err(
-            Problem::new(403, "Forbidden", format!("Host {host} is not served here.")).into_reply(),
-        );
+        let msg = format!("Forbidden: Host {host} is not served here.");
+        return Err(refusal(&req.body, 403, &msg, None));
     }
     if let Some(origin) = req.header("origin") {
         let origin_host = origin.split_once("://").map(|(_, rest)| rest).unwrap_or("");
         if host_name(origin_host).is_empty() || !cfg.host_allowed(origin_host) {
-            return Err(Problem::new(
-                403,
-                "Forbidden",
-                format!("Origin {origin} may not call this MCP server."),
-            )
-            .into_reply());
+            let msg = format!("Forbidden: Origin {origin} may not call this MCP server.");
+            return Err(refusal(&req.body, 403, &msg, None));
         }
     }
     Ok(())
@@ -108,13 +123,9 @@ pub fn check_origin(req: &Request, cfg: &Config) -> Result<(), Reply> {
 /// Handles one HTTP request to `/mcp`.
 pub async fn handle<T: ToolBox>(req: &Request, cfg: &Config, tools: &T) -> Reply {
     if req.method != "POST" {
-        return Problem::new(
-            405,
-            "Method Not Allowed",
-            "This MCP server answers POST only; it opens no SSE stream and keeps no session.",
-        )
-        .into_reply()
-        .with_header("allow", "POST, OPTIONS");
+        let msg = "Method not allowed: this MCP server answers POST only; it opens no SSE \
+                   stream and keeps no session.";
+        return refusal(&[], 405, msg, None).with_header("allow", "POST, OPTIONS");
     }
     if let Err(reply) = check_origin(req, cfg) {
         return reply;
@@ -198,13 +209,15 @@ fn read_message(body: &[u8]) -> Result<Option<(Value, String, Value)>, Reply> {
 /// Picks the era of one request and validates its version headers (see the module docs).
 fn pick_era(req: &Request, method: &str, params: &Value) -> Result<Era, RpcError> {
     let header = req.header("mcp-protocol-version").map(str::trim);
-    if method == "initialize" {
-        return Ok(Era::Legacy);
-    }
     let meta = params.get("_meta");
     let meta_version = meta
         .and_then(|m| m.get(META_VERSION))
         .and_then(Value::as_str);
+    // `initialize` starts the handshake era, unless the request speaks the stateless era (which
+    // removed it: it is then an unknown method there).
+    if method == "initialize" && meta_version.is_none() && header != Some(MODERN_VERSION) {
+        return Ok(Era::Legacy);
+    }
     if meta_version.is_none() && header != Some(MODERN_VERSION) {
         return match header {
             Some(v) if !LEGACY_VERSIONS.contains(&v) => Err(RpcError::new(
@@ -308,7 +321,14 @@ async fn dispatch<T: ToolBox>(
     params: &Value,
     tools: &T,
 ) -> Result<Value, RpcError> {
+    // The stateless era removed the handshake and the per-connection utilities.
+    let removed = matches!(method, "initialize" | "ping" | "logging/setLevel");
     match method {
+        _ if era == Era::Modern && removed => Err(RpcError::new(
+            404,
+            METHOD_NOT_FOUND,
+            format!("Method not found: {method} (removed in {MODERN_VERSION})"),
+        )),
         "initialize" => {
             let requested = params.get("protocolVersion").and_then(Value::as_str);
             let version = requested

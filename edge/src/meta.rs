@@ -32,6 +32,8 @@ pub const CT_OPENAPI: &str = "application/openapi+json";
 pub const SKILL_PATH: &str = "/agent/skills/buy-products/SKILL.md";
 /// The site's own Web Bot Auth key directory (and where an agent's directory is looked up).
 pub const KEY_DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
+/// The A2A agent card.
+pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 /// The offer list.
 pub const PRODUCTS_PATH: &str = "/agent/commerce/products";
 /// The UCP REST binding's base (its checkout sessions live under it).

@@ -8,8 +8,8 @@ use crate::discovery;
 use crate::headers::{self, DOCUMENT_MAX_AGE, PAGE_MAX_AGE, document};
 use crate::mcp;
 use crate::meta::{
-    CT_AI_CATALOG, CT_JSON, CT_LINKSET, CT_MARKDOWN, CT_MCP_CARD, CT_OPENAPI, KEY_DIRECTORY_PATH,
-    SKILL_PATH,
+    AGENT_CARD_PATH, CT_AI_CATALOG, CT_JSON, CT_LINKSET, CT_MARKDOWN, CT_MCP_CARD, CT_OPENAPI,
+    KEY_DIRECTORY_PATH, SKILL_PATH,
 };
 use crate::pages;
 use crate::problem::Problem;
@@ -29,6 +29,35 @@ pub async fn handle<B: Backend>(
 ) -> Reply {
     let reply = route(req, cfg, request_id, backend).await;
     headers::finish(reply, req, request_id)
+}
+
+/// A refusal the glue makes before routing (the rate limiter's 429, a body over the size
+/// limit) in the error shape of the protocol the path speaks: ACP's `Error`, UCP's protocol
+/// error, a JSON-RPC error on `/mcp`; problem+json everywhere else. The refusal's own headers
+/// (`Retry-After`, `RateLimit`, ...) are kept.
+pub fn refusal(req: &Request, reply: Reply) -> Reply {
+    let detail = serde_json::from_slice::<Value>(&reply.body)
+        .ok()
+        .and_then(|v| v["detail"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    let code = match reply.status {
+        429 => "rate_limited",
+        413 => "request_too_large",
+        _ => "invalid_request",
+    };
+    let shaped = if req.path == "/mcp" {
+        let retry = reply.header("retry-after").and_then(|s| s.parse().ok());
+        mcp::refusal(&req.body, reply.status, &detail, retry)
+    } else if let Some(r) = commerce::refusal(&req.path, reply.status, code, &detail) {
+        r
+    } else {
+        return reply;
+    };
+    reply
+        .headers
+        .iter()
+        .filter(|(n, _)| n != "content-type")
+        .fold(shaped, |r, (n, v)| r.with_header(n, v))
 }
 
 fn json_bytes(v: &Value) -> Vec<u8> {
@@ -109,6 +138,7 @@ async fn route<B: Backend>(req: &Request, cfg: &Config, request_id: &str, backen
             CT_JSON,
             json_bytes(&discovery::server_card(&base, registry.specs())),
         ),
+        AGENT_CARD_PATH => doc(CT_JSON, discovery::agent_card(&base).into_bytes()),
         "/.well-known/ucp" => doc(CT_JSON, json_bytes(&discovery::ucp_profile(&base))),
         "/.well-known/acp.json" => doc(CT_JSON, json_bytes(&discovery::acp_manifest(&base))),
         "/mcp/server-card" => doc(

@@ -147,35 +147,42 @@ impl Checkout {
         if let Some(s) = self.state_message() {
             messages.push(json!({"type": "info", "content_type": "plain", "content": s}));
         }
+        // Line items changed shape in 2026-01-30: before, `item` carried the quantity and the
+        // line its amounts; since, the line carries `quantity` and a `totals` list.
+        let line = if escalation {
+            json!({
+                "id": "li_1",
+                "item": {"id": self.offer_id, "name": self.name, "unit_amount": self.unit_amount},
+                "quantity": self.quantity,
+                "name": self.name,
+                "unit_amount": self.unit_amount,
+                "totals": [{"type": "total", "display_text": "Total", "amount": sub}],
+            })
+        } else {
+            json!({
+                "id": "li_1",
+                "item": {"id": self.offer_id, "quantity": self.quantity},
+                "base_amount": sub, "discount": 0, "subtotal": sub, "tax": 0, "total": sub,
+            })
+        };
         let mut v = json!({
             "id": self.id,
             "status": status,
             "currency": self.currency.to_ascii_lowercase(),
-            "line_items": [{
-                "id": "li_1",
-                "item": {"id": self.offer_id, "quantity": self.quantity},
-                "quantity": self.quantity,
-                "base_amount": sub,
-                "discount": 0,
-                "subtotal": sub,
-                "tax": 0,
-                "total": sub,
-                "totals": [{"type": "total", "display_text": "Total", "amount": sub}],
-            }],
+            "line_items": [line],
             "totals": totals,
             "fulfillment_options": [],
             "messages": messages,
             "links": Self::links(base, "terms_of_use"),
-            "expires_at": rfc3339(self.expires_at),
         });
+        // Before 2026-01-30 a session has no capabilities, continue_url or expires_at; payment
+        // happens on the hosted page, so no `payment_provider` is offered either.
         if escalation {
             v["capabilities"] = json!({"payment": {"handlers": []}});
+            v["expires_at"] = json!(rfc3339(self.expires_at));
             if let Some(u) = &self.continue_url {
                 v["continue_url"] = json!(u);
             }
-        } else {
-            v["payment_provider"] =
-                json!({"provider": "stripe", "supported_payment_methods": ["card"]});
         }
         if let Some(o) = &self.order_id {
             v["order"] = json!({

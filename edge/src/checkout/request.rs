@@ -76,12 +76,13 @@ impl BodyError {
         }
     }
 
+    /// The member at fault, as an RFC 9535 JSONPath (ACP `param`, UCP `path`).
     pub fn param(&self) -> Option<&'static str> {
         match self {
-            Self::NoItems | Self::TooManyItems | Self::NoOfferId => Some("line_items"),
-            Self::BadQuantity => Some("line_items[0].quantity"),
-            Self::BadEmail => Some("buyer.email"),
-            Self::BadCurrency => Some("currency"),
+            Self::NoItems | Self::TooManyItems | Self::NoOfferId => Some("$.line_items"),
+            Self::BadQuantity => Some("$.line_items[0].quantity"),
+            Self::BadEmail => Some("$.buyer.email"),
+            Self::BadCurrency => Some("$.currency"),
             _ => None,
         }
     }

@@ -251,7 +251,11 @@ fn acp_shape_follows_the_version() {
     let old = c.to_acp("https://s.test", "2025-09-29");
     assert!(old.get("continue_url").is_none());
     assert!(old.get("capabilities").is_none());
-    assert_eq!(old["payment_provider"]["provider"], "stripe");
+    // Payment is never taken through the API: no payment provider, no expiry field (added in
+    // 2026-01-30), and the item carries the quantity.
+    assert!(old.get("payment_provider").is_none() && old.get("expires_at").is_none());
+    assert_eq!(old["line_items"][0]["item"]["quantity"], 1);
+    assert_eq!(old["line_items"][0]["total"], 900);
     assert!(
         old["messages"][0]["content"]
             .as_str()
@@ -265,6 +269,8 @@ fn acp_shape_follows_the_version() {
     );
     assert_eq!(mid["capabilities"]["payment"]["handlers"], json!([]));
     assert_eq!(mid["messages"][0]["type"], "info");
+    assert_eq!(mid["line_items"][0]["quantity"], 1);
+    assert!(mid["line_items"][0]["item"].get("quantity").is_none());
     let new = c.to_acp("https://s.test", "2026-04-17");
     assert_eq!(new["messages"][0]["code"], "intervention_required");
     assert_eq!(new["currency"], "usd");

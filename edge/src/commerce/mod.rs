@@ -8,12 +8,14 @@
 //! - `service`: the operations both bindings call (catalogue, create, read, cancel).
 //! - `routes`: the HTTP endpoints and `Idempotency-Key` handling.
 //! - `tools`: the MCP tools.
-//! - `problems`: commerce errors as RFC 9457 problems with stable codes.
+//! - `failure`: commerce failures, each in its protocol's error shape (ACP `Error`, UCP
+//!   protocol error or error response, problem+json for our own REST).
 //!
 //! No Worker types here: the glue implements [`Backend`].
 
 mod backend;
-mod problems;
+mod failure;
+mod negotiate;
 mod routes;
 mod service;
 mod tools;
@@ -22,5 +24,5 @@ mod tools;
 mod tests;
 
 pub use backend::{Backend, Offline};
-pub use routes::route;
+pub use routes::{refusal, route};
 pub use tools::{CommerceTool, CommerceTools};

@@ -2,16 +2,13 @@
 //! session bindings, with `Idempotency-Key` handling.
 
 use super::backend::Backend;
-use super::problems::{
-    RETRY_AFTER_S, body_problem, json_reply, log_failure, method_not_allowed, payment_problem,
-    problem, stripe_problem, with_member,
-};
+use super::failure::{Failure, Ucp, json_path};
 use super::service::{cancel, catalog, create, read};
 use crate::checkout::{self, Checkout, Protocol, State};
 use crate::config::Config;
 use crate::headers::cors_any;
 use crate::idempotency::{self, Begin, StoredReply};
-use crate::meta::{ACP_SESSIONS, PRODUCTS_PATH, UCP_SESSIONS, UCP_VERSION};
+use crate::meta::{ACP_SESSIONS, CT_JSON, PRODUCTS_PATH, UCP_SESSIONS};
 use crate::reply::Reply;
 use crate::request::Request;
 use serde_json::{Value, json};
@@ -37,13 +34,11 @@ impl Binding {
             Self::Acp(_) => Protocol::Acp,
         }
     }
+}
 
-    fn version(self) -> &'static str {
-        match self {
-            Self::Ucp => UCP_VERSION,
-            Self::Acp(v) => v,
-        }
-    }
+/// A failure in the shape of the binding that was asked (`ucp` or ACP).
+fn render(ucp: bool, f: &Failure, base: &str) -> Reply {
+    if ucp { f.ucp(base) } else { f.acp() }
 }
 
 /// Routes a commerce request; `None` when the path is not ours.
@@ -51,19 +46,15 @@ pub async fn route<B: Backend>(req: &Request, cfg: &Config, base: &str, b: &B) -
     let path = req.path.as_str();
     if path == PRODUCTS_PATH {
         return Some(match req.method.as_str() {
-            "GET" | "HEAD" => {
-                let r = products(cfg, b).await;
-                log_failure(b, "GET products", &r);
-                r
-            }
+            "GET" | "HEAD" => products(cfg, b).await,
             "OPTIONS" => preflight(),
-            _ => method_not_allowed(req, "GET, HEAD"),
+            _ => Failure::method_not_allowed(&req.method, path, "GET, HEAD").problem(),
         });
     }
-    let (binding_kind, rest) = if let Some(rest) = path.strip_prefix(UCP_SESSIONS) {
-        ("ucp", rest)
+    let (ucp, rest) = if let Some(rest) = path.strip_prefix(UCP_SESSIONS) {
+        (true, rest)
     } else if let Some(rest) = path.strip_prefix(ACP_SESSIONS) {
-        ("acp", rest)
+        (false, rest)
     } else {
         return None;
     };
@@ -73,65 +64,73 @@ pub async fn route<B: Backend>(req: &Request, cfg: &Config, base: &str, b: &B) -
     if req.method == "OPTIONS" {
         return Some(preflight());
     }
-    let action = match action(req, binding_kind, rest) {
-        Ok(a) => a,
-        Err(reply) => return Some(reply),
-    };
-    let reply = if binding_kind == "ucp" {
-        keyed(req, cfg, base, b, Binding::Ucp, action).await
+    let binding = if ucp {
+        match action(req, ucp, rest) {
+            // The platform's version is checked only for a request we would serve.
+            Ok(_) => super::negotiate::check(req, b).await.map(|()| Binding::Ucp),
+            Err(f) => Err(f),
+        }
     } else {
-        match checkout::acp_version(req.header("api-version")) {
-            Ok(v) => keyed(req, cfg, base, b, Binding::Acp(v), action).await,
-            Err(e) => with_member(
-                problem(400, "Bad Request", e.code(), e.to_string()),
-                "supported_versions",
-                json!(checkout::newest_first()),
-            ),
+        checkout::acp_version(req.header("api-version"))
+            .map(Binding::Acp)
+            .map_err(|e| Failure::version(&e))
+    };
+    let reply = match action(req, ucp, rest).and_then(|a| Ok((a, binding?))) {
+        Ok((action, binding)) => keyed(req, cfg, base, b, binding, action).await,
+        Err(f) => {
+            f.log(b, &format!("{} {path}", req.method));
+            render(ucp, &f, base)
         }
     };
-    let reply = if binding_kind == "acp" {
-        let mut r = reply;
-        if let Some(k) = req.header("idempotency-key") {
-            r = r.set_header("idempotency-key", k);
+    let mut reply = reply;
+    if !ucp {
+        for name in ["idempotency-key", "request-id"] {
+            if let Some(v) = req.header(name) {
+                reply = reply.set_header(name, v);
+            }
         }
-        if let Some(id) = req.header("request-id") {
-            r = r.set_header("request-id", id);
-        }
-        r
-    } else {
-        reply
-    };
-    log_failure(b, &format!("{} {path}", req.method), &reply);
+    }
     Some(cors_any(reply).with_header("cache-control", "no-store"))
 }
 
+/// A refusal made before routing (the rate limiter's 429, a body over the size limit) in the
+/// error shape of the commerce binding `path` belongs to; `None` for any other path.
+pub fn refusal(path: &str, status: u16, code: &'static str, detail: &str) -> Option<Reply> {
+    let ucp = if path.starts_with(UCP_SESSIONS) {
+        true
+    } else if path.starts_with(ACP_SESSIONS) {
+        false
+    } else {
+        return None;
+    };
+    Some(render(
+        ucp,
+        &Failure::new(status, code, detail, Ucp::Protocol),
+        "",
+    ))
+}
+
 /// What a request to a checkout-sessions path (`rest` after the binding's base) asks for, or
-/// the 404/405 answer when it asks for nothing we do.
-fn action(req: &Request, binding_kind: &str, rest: &str) -> Result<Action, Reply> {
+/// the 404/405 failure when it asks for nothing we do.
+fn action(req: &Request, ucp: bool, rest: &str) -> Result<Action, Failure> {
     let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let not_allowed = |allow| Failure::method_not_allowed(&req.method, &req.path, allow);
     Ok(match (segments.as_slice(), req.method.as_str()) {
         ([], "POST") => Action::Create,
-        ([], _) => return Err(method_not_allowed(req, "POST")),
+        ([], _) => return Err(not_allowed("POST")),
         ([id], "GET" | "HEAD") => Action::Get(id.to_string()),
-        ([id], "PUT") if binding_kind == "ucp" => Action::Update(id.to_string()),
-        ([id], "POST") if binding_kind == "acp" => Action::Update(id.to_string()),
-        ([_], _) => {
-            let allow = if binding_kind == "ucp" {
-                "GET, PUT"
-            } else {
-                "GET, POST"
-            };
-            return Err(method_not_allowed(req, allow));
-        }
+        ([id], "PUT") if ucp => Action::Update(id.to_string()),
+        ([id], "POST") if !ucp => Action::Update(id.to_string()),
+        ([_], _) => return Err(not_allowed(if ucp { "GET, PUT" } else { "GET, POST" })),
         ([id, "complete"], "POST") => Action::Complete(id.to_string()),
         ([id, "cancel"], "POST") => Action::Cancel(id.to_string()),
-        ([_, "complete" | "cancel"], _) => return Err(method_not_allowed(req, "POST")),
+        ([_, "complete" | "cancel"], _) => return Err(not_allowed("POST")),
         _ => {
-            return Err(problem(
+            return Err(Failure::new(
                 404,
-                "Not Found",
                 "not_found",
                 format!("No commerce endpoint at {}.", req.path),
+                Ucp::Protocol,
             ));
         }
     })
@@ -162,12 +161,20 @@ fn preflight() -> Reply {
 async fn products<B: Backend>(cfg: &Config, b: &B) -> Reply {
     match catalog(cfg, b).await {
         Ok(c) => cors_any(json_reply(200, &c.to_json())).with_header("cache-control", "no-cache"),
-        Err(e) => cors_any(stripe_problem(&e)),
+        Err(e) => {
+            let f = Failure::stripe(&e);
+            f.log(b, "GET products");
+            cors_any(f.problem())
+        }
     }
 }
 
+fn json_reply(status: u16, v: &Value) -> Reply {
+    Reply::new(status, CT_JSON, serde_json::to_vec(v).unwrap_or_default())
+}
+
 /// Runs a checkout action under the request's `Idempotency-Key` (required for ACP POSTs,
-/// optional for UCP).
+/// optional for UCP), and renders its answer in the binding's shape.
 async fn keyed<B: Backend>(
     req: &Request,
     cfg: &Config,
@@ -176,24 +183,38 @@ async fn keyed<B: Backend>(
     binding: Binding,
     action: Action,
 ) -> Reply {
+    let ucp = matches!(binding, Binding::Ucp);
+    let fail = |f: Failure| {
+        f.log(b, &format!("{} {}", req.method, req.path));
+        render(ucp, &f, base)
+    };
     // Payment credentials first: that explanation helps a client more than any header rule.
     if let Some(h) = checkout::payment_header(&req.headers) {
-        return payment_problem(&format!("the {h} header"));
+        return fail(payment_refused(&format!("the {h} header"), None));
     }
     let key = match idempotency_key(req, binding) {
         Ok(Some(key)) => key,
-        Ok(None) => return run(req, cfg, base, b, binding, &action, None).await,
-        Err(reply) => return reply,
+        Ok(None) => {
+            return run(req, cfg, base, b, binding, &action, None)
+                .await
+                .unwrap_or_else(fail);
+        }
+        Err(f) => return fail(f),
     };
-    let scope = match binding {
-        Binding::Ucp => format!("ucp:{key}"),
-        Binding::Acp(_) => format!("acp:{key}"),
-    };
-    let fp = idempotency::fingerprint(&req.method, &req.path, binding.version(), &req.body);
+    // Keys are scoped to the endpoint; a repeat is the same request when its JSON body is the
+    // same (ACP: key order and headers do not count).
+    let scope = format!("{}:{}:{key}", if ucp { "ucp" } else { "acp" }, req.path);
+    let body = serde_json::from_slice::<Value>(&req.body)
+        .ok()
+        .and_then(|v| serde_json::to_vec(&v).ok())
+        .unwrap_or_else(|| req.body.clone());
+    let fp = idempotency::fingerprint(&req.method, &req.path, "", &body);
     if let Some(early) = unless_proceed(b.idem_begin(&scope, &fp).await, binding) {
-        return early;
+        return early.unwrap_or_else(fail);
     }
-    let reply = run(req, cfg, base, b, binding, &action, Some(key)).await;
+    let reply = run(req, cfg, base, b, binding, &action, Some(key))
+        .await
+        .unwrap_or_else(fail);
     let stored = (reply.status < 500).then(|| StoredReply {
         status: reply.status,
         headers: reply
@@ -208,81 +229,80 @@ async fn keyed<B: Backend>(
     reply
 }
 
-/// The request's `Idempotency-Key` when it is a POST or PUT that has one; a problem when the key
-/// is malformed, or missing where the binding requires it (ACP).
-fn idempotency_key(req: &Request, binding: Binding) -> Result<Option<&str>, Reply> {
+/// Payment credentials are refused: the hosted page is the only way to pay.
+fn payment_refused(found: &str, param: Option<String>) -> Failure {
+    let f = Failure::input(
+        400,
+        "payment_not_accepted",
+        format!(
+            "Payment credentials were sent ({found}). {}",
+            checkout::PAYMENT_PATH
+        ),
+    );
+    match param {
+        Some(p) => f.param(p),
+        None => f,
+    }
+}
+
+/// The request's `Idempotency-Key` when it is a POST or PUT that has one; a failure when the
+/// key is malformed, or missing where the binding requires it (ACP).
+fn idempotency_key(req: &Request, binding: Binding) -> Result<Option<&str>, Failure> {
     let is_post = req.method == "POST" || req.method == "PUT";
     let key = req.header("idempotency-key").map(str::trim);
     if let Some(k) = key
         && !idempotency::valid_key(k)
     {
-        return Err(problem(
+        return Err(Failure::new(
             400,
-            "Bad Request",
             "invalid",
             "Idempotency-Key must be 1 to 255 visible ASCII characters.",
+            Ucp::Protocol,
         ));
     }
     if is_post && key.is_none() && matches!(binding, Binding::Acp(_)) {
-        return Err(problem(
+        return Err(Failure::new(
             400,
-            "Bad Request",
             "idempotency_key_required",
             "Every POST needs an Idempotency-Key header (a unique string you reuse only to \
              retry the same request).",
+            Ucp::Protocol,
         ));
     }
     Ok(key.filter(|_| is_post))
 }
 
 /// The answer to give instead of running the request, unless the idempotency store says to
-/// proceed: the stored answer of a repeat, or a problem.
-fn unless_proceed(begin: Result<Begin, String>, binding: Binding) -> Option<Reply> {
-    match begin {
-        Ok(Begin::Proceed) => None,
+/// proceed: the stored answer of a repeat, or a failure.
+fn unless_proceed(
+    begin: Result<Begin, String>,
+    binding: Binding,
+) -> Option<Result<Reply, Failure>> {
+    Some(match begin {
+        Ok(Begin::Proceed) => return None,
         Ok(Begin::Replay { reply }) => {
-            let mut r = Reply::new(reply.status, "application/json", reply.body.into_bytes());
+            let mut r = Reply::new(reply.status, CT_JSON, reply.body.into_bytes());
             for (n, v) in &reply.headers {
                 r = r.set_header(n, v);
             }
-            Some(r.with_header("idempotent-replayed", "true"))
+            Ok(r.with_header("idempotent-replayed", "true"))
         }
-        Ok(Begin::InFlight) => Some(
-            problem(
-                409,
-                "Conflict",
-                "idempotency_in_flight",
-                "A request with this Idempotency-Key is still being processed; retry shortly.",
-            )
-            .with_header("retry-after", "1"),
-        ),
-        Ok(Begin::Conflict) => {
-            let status = if matches!(binding, Binding::Acp(_)) {
-                422
-            } else {
-                409
-            };
-            Some(problem(
-                status,
-                if status == 422 {
-                    "Unprocessable Content"
-                } else {
-                    "Conflict"
-                },
-                "idempotency_conflict",
-                "This Idempotency-Key was already used with a different request.",
-            ))
-        }
-        Err(e) => Some(
-            problem(
-                503,
-                "Service Unavailable",
-                "service_unavailable",
-                format!("The idempotency store is unavailable ({e}); retry later."),
-            )
-            .with_header("retry-after", RETRY_AFTER_S),
-        ),
-    }
+        Ok(Begin::InFlight) => Err(Failure::new(
+            409,
+            "idempotency_in_flight",
+            "A request with this Idempotency-Key is still being processed; retry shortly.",
+            Ucp::Protocol,
+        )
+        .retry_after("1")),
+        // ACP answers a reused key 422, UCP 409.
+        Ok(Begin::Conflict) => Err(Failure::idempotency_conflict(match binding {
+            Binding::Acp(_) => 422,
+            Binding::Ucp => 409,
+        })),
+        Err(e) => Err(Failure::unavailable(format!(
+            "The idempotency store is unavailable ({e}); retry later."
+        ))),
+    })
 }
 
 async fn run<B: Backend>(
@@ -293,48 +313,56 @@ async fn run<B: Backend>(
     binding: Binding,
     action: &Action,
     key: Option<&str>,
-) -> Reply {
+) -> Result<Reply, Failure> {
     let body = match action {
         Action::Get(_) => json!({}),
-        _ => match checkout::parse_object(&req.body) {
-            Ok(v) => v,
-            Err(e) => return body_problem(&e),
-        },
+        _ => checkout::parse_object(&req.body).map_err(|e| Failure::body(&e))?,
     };
     if let Some(found) = checkout::payment_in_body(&body) {
-        return payment_problem(&format!("the body member {found}"));
+        let path = json_path(&found);
+        return Err(payment_refused(
+            &format!("the body member {path}"),
+            Some(path),
+        ));
     }
     let checkout = match action {
-        Action::Create => match create(cfg, b, base, &body, binding.protocol(), key).await {
-            Ok(c) => {
-                let location = match binding {
-                    Binding::Ucp => format!("{base}{UCP_SESSIONS}/{}", c.id),
-                    Binding::Acp(_) => format!("{base}{ACP_SESSIONS}/{}", c.id),
-                };
-                return json_reply(201, &binding.render(&c, base))
-                    .with_header("location", &location);
+        Action::Create => {
+            let c = create(cfg, b, base, &body, binding.protocol(), key)
+                .await
+                .map_err(|e| match (e.failure(), binding) {
+                    // Stripe's own idempotency conflict is UCP's 409 too.
+                    (f, Binding::Ucp) if f.code == "idempotency_conflict" => {
+                        Failure::idempotency_conflict(409)
+                    }
+                    (f, _) => f,
+                })?;
+            let location = match binding {
+                Binding::Ucp => format!("{base}{UCP_SESSIONS}/{}", c.id),
+                Binding::Acp(_) => format!("{base}{ACP_SESSIONS}/{}", c.id),
+            };
+            return Ok(
+                json_reply(201, &binding.render(&c, base)).with_header("location", &location)
+            );
+        }
+        Action::Get(id) => read(cfg, b, id).await?,
+        Action::Update(id) => update(cfg, b, id, &body).await?,
+        Action::Complete(id) => {
+            let c = read(cfg, b, id).await?;
+            if matches!(c.state, State::Canceled | State::Expired) {
+                return Err(Failure::new(
+                    409,
+                    "checkout_canceled",
+                    format!("Checkout {id} is canceled or expired; create a new one."),
+                    Ucp::Outcome("unrecoverable"),
+                ));
             }
-            Err(e) => return e.reply(),
-        },
-        Action::Get(id) => read(cfg, b, id).await,
-        Action::Update(id) => update(cfg, b, id, &body).await,
-        Action::Complete(id) => match read(cfg, b, id).await {
-            Ok(c) if matches!(c.state, State::Canceled | State::Expired) => Err(problem(
-                409,
-                "Conflict",
-                "checkout_canceled",
-                format!("Checkout {id} is canceled or expired; create a new one."),
-            )),
             // Completion happens on the hosted page; this answers with where that stands
             // (requires_escalation and the link while the buyer has not paid).
-            other => other,
-        },
-        Action::Cancel(id) => cancel_open(cfg, b, binding, id, key).await,
+            c
+        }
+        Action::Cancel(id) => cancel_open(cfg, b, binding, id, key).await?,
     };
-    match checkout {
-        Ok(c) => json_reply(200, &binding.render(&c, base)),
-        Err(r) => r,
-    }
+    Ok(json_reply(200, &binding.render(&checkout, base)))
 }
 
 /// An update may restate the checkout's items but not change them (buyer details are entered on
@@ -344,57 +372,47 @@ async fn update<B: Backend>(
     b: &B,
     id: &str,
     body: &Value,
-) -> Result<Checkout, Reply> {
+) -> Result<Checkout, Failure> {
     let c = read(cfg, b, id).await?;
     match checkout::parse_lines(body) {
-        Err(e) => Err(body_problem(&e)),
+        Err(e) => Err(Failure::body(&e)),
         Ok(Some(lines))
             if lines.len() != 1
                 || lines[0].offer_id != c.offer_id
                 || lines[0].quantity != c.quantity =>
         {
-            Err(problem(
+            Err(Failure::input(
                 409,
-                "Conflict",
                 "line_items_fixed",
-                "The items of a checkout cannot change after it is created; cancel it \
-                 and create a new one. Buyer details are entered on the hosted page at \
+                "The items of a checkout cannot change after it is created; cancel it and \
+                 create a new one. Buyer details are entered on the hosted page at \
                  continue_url.",
-            ))
+            )
+            .param("$.line_items"))
         }
         Ok(_) => Ok(c),
     }
 }
 
-/// Cancels an open checkout; a final one cannot be (405 for ACP, 409 for UCP).
+/// Cancels an open checkout; a final one cannot be (ACP: 405 with `Allow: GET`).
 async fn cancel_open<B: Backend>(
     cfg: &Config,
     b: &B,
     binding: Binding,
     id: &str,
     key: Option<&str>,
-) -> Result<Checkout, Reply> {
+) -> Result<Checkout, Failure> {
     let c = read(cfg, b, id).await?;
     if c.state != State::Open {
-        let status = if matches!(binding, Binding::Acp(_)) {
-            405
-        } else {
-            409
-        };
-        let r = problem(
-            status,
-            if status == 405 {
-                "Method Not Allowed"
-            } else {
-                "Conflict"
-            },
+        let f = Failure::new(
+            405,
             "checkout_not_cancelable",
             format!("Checkout {id} is already completed, canceled or expired."),
+            Ucp::Outcome("unrecoverable"),
         );
-        return Err(if status == 405 {
-            r.with_header("allow", "GET")
-        } else {
-            r
+        return Err(match binding {
+            Binding::Acp(_) => f.allow("GET"),
+            Binding::Ucp => f,
         });
     }
     cancel(cfg, b, id, key).await

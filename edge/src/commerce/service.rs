@@ -2,14 +2,13 @@
 //! and cancel a checkout. Each talks to Stripe through the [`Backend`].
 
 use super::backend::Backend;
-use super::problems::{body_problem, problem, stripe_problem, with_member};
+use super::failure::{Failure, Ucp};
 use crate::catalog::{self, Catalog, Kind};
 use crate::checkout::{self, BodyError, Checkout, Protocol, ReturnUrls};
 use crate::config::Config;
 use crate::meta::PRODUCTS_PATH;
-use crate::reply::Reply;
 use crate::stripe::{self, CheckoutSession, List, Price, StripeError};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Most price pages read for one catalogue (100 prices each).
 const MAX_PRICE_PAGES: usize = 10;
@@ -41,7 +40,7 @@ pub async fn catalog<B: Backend>(cfg: &Config, b: &B) -> Result<Catalog, StripeE
     Ok(c)
 }
 
-/// Why a checkout could not be created, as a problem.
+/// Why a checkout could not be created.
 pub(super) enum CreateError {
     Body(BodyError),
     UnknownOffer(String),
@@ -53,50 +52,32 @@ pub(super) enum CreateError {
 }
 
 impl CreateError {
-    pub(super) fn reply(&self) -> Reply {
+    pub(super) fn failure(&self) -> Failure {
         match self {
-            Self::Body(e) => body_problem(e),
-            Self::UnknownOffer(id) => with_member(
-                problem(
-                    422,
-                    "Unprocessable Content",
-                    "unknown_offer",
-                    format!(
-                        "No offer {id:?}. List the offers with GET {PRODUCTS_PATH} (MCP: list_products)."
-                    ),
+            Self::Body(e) => Failure::body(e),
+            Self::UnknownOffer(id) => Failure::input(
+                422,
+                "unknown_offer",
+                format!(
+                    "No offer {id:?}. List the offers with GET {PRODUCTS_PATH} (MCP: list_products)."
                 ),
-                "param",
-                json!("line_items[0].id"),
-            ),
-            Self::Unavailable(id) => problem(
+            )
+            .param("$.line_items[0].id"),
+            Self::Unavailable(id) => Failure::input(
                 409,
-                "Conflict",
                 "out_of_stock",
                 format!(
                     "Offer {id:?} is not available right now; see {PRODUCTS_PATH} for what is."
                 ),
-            ),
-            Self::Quantity(d) => with_member(
-                problem(400, "Bad Request", "invalid", d.clone()),
-                "param",
-                json!("line_items[0].quantity"),
-            ),
-            Self::Currency(d) => with_member(
-                problem(400, "Bad Request", "invalid", d.clone()),
-                "param",
-                json!("currency"),
-            ),
-            Self::Stripe(e) => stripe_problem(e),
-            Self::Session(d) => problem(502, "Bad Gateway", "processing_error", d.clone()),
+            )
+            .param("$.line_items[0].id"),
+            Self::Quantity(d) => {
+                Failure::input(400, "invalid", d.clone()).param("$.line_items[0].quantity")
+            }
+            Self::Currency(d) => Failure::input(400, "invalid", d.clone()).param("$.currency"),
+            Self::Stripe(e) => Failure::stripe(e),
+            Self::Session(d) => Failure::new(502, "processing_error", d.clone(), Ucp::Protocol),
         }
-    }
-
-    pub(super) fn message(&self) -> String {
-        let r = self.reply();
-        serde_json::from_slice::<Value>(&r.body)
-            .ok()
-            .and_then(|v| v["detail"].as_str().map(str::to_string))
-            .unwrap_or_else(|| "checkout failed".into())
     }
 }
 
@@ -152,25 +133,17 @@ pub(super) async fn create<B: Backend>(
 }
 
 /// Reads a checkout live from Stripe.
-pub(super) async fn read<B: Backend>(cfg: &Config, b: &B, id: &str) -> Result<Checkout, Reply> {
-    let not_found = || {
-        problem(
-            404,
-            "Not Found",
-            "not_found",
-            format!("No checkout session {id}."),
-        )
-    };
+pub(super) async fn read<B: Backend>(cfg: &Config, b: &B, id: &str) -> Result<Checkout, Failure> {
     if !stripe::valid_session_id(id) {
-        return Err(not_found());
+        return Err(Failure::not_found(id));
     }
     let s = cfg
         .stripe
         .as_ref()
-        .ok_or_else(|| stripe_problem(&StripeError::NotConfigured))?;
-    let session: CheckoutSession =
-        stripe::decode(b.send(s.get_checkout_session(id)).await).map_err(|e| stripe_problem(&e))?;
-    checkout::from_session(&session, (b.now_ms() / 1000) as i64).map_err(|_| not_found())
+        .ok_or_else(|| Failure::stripe(&StripeError::NotConfigured))?;
+    let session: CheckoutSession = stripe::decode(b.send(s.get_checkout_session(id)).await)
+        .map_err(|e| Failure::stripe(&e))?;
+    checkout::from_session(&session, (b.now_ms() / 1000) as i64).map_err(|_| Failure::not_found(id))
 }
 
 /// Expires an open session on Stripe.
@@ -179,13 +152,13 @@ pub(super) async fn cancel<B: Backend>(
     b: &B,
     id: &str,
     key: Option<&str>,
-) -> Result<Checkout, Reply> {
+) -> Result<Checkout, Failure> {
     let s = cfg
         .stripe
         .as_ref()
-        .ok_or_else(|| stripe_problem(&StripeError::NotConfigured))?;
+        .ok_or_else(|| Failure::stripe(&StripeError::NotConfigured))?;
     let session: CheckoutSession = stripe::decode(b.send(s.expire_checkout_session(id, key)).await)
-        .map_err(|e| stripe_problem(&e))?;
+        .map_err(|e| Failure::stripe(&e))?;
     checkout::from_session(&session, (b.now_ms() / 1000) as i64)
-        .map_err(|e| problem(502, "Bad Gateway", "processing_error", e.to_string()))
+        .map_err(|e| Failure::new(502, "processing_error", e.to_string(), Ucp::Protocol))
 }

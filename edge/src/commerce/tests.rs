@@ -1,7 +1,7 @@
 //! The commerce endpoints and tools against a scripted Stripe ([`Fake`]).
 
 use super::backend::Backend;
-use super::problems::RETRY_AFTER_S;
+use super::failure::RETRY_AFTER_S;
 use super::routes::route;
 use super::tools::{CommerceTool, CommerceTools};
 use crate::catalog::Catalog;
@@ -22,6 +22,10 @@ use std::collections::HashMap;
 pub(crate) struct Fake {
     pub calls: RefCell<Vec<HttpCall>>,
     pub fail: RefCell<Option<TransportError>>,
+    /// The answer to the next POST or non-Stripe GET (a platform profile), once.
+    pub answer: RefCell<Option<HttpAnswer>>,
+    /// The idempotency store's next answer, once.
+    pub store: RefCell<Option<Result<Begin, String>>>,
     pub records: RefCell<HashMap<String, idempotency::Record>>,
     pub cache: RefCell<Option<Catalog>>,
     pub logs: RefCell<Vec<String>>,
@@ -33,6 +37,8 @@ impl Fake {
         Self {
             calls: RefCell::default(),
             fail: RefCell::default(),
+            answer: RefCell::default(),
+            store: RefCell::default(),
             records: RefCell::default(),
             cache: RefCell::default(),
             logs: RefCell::default(),
@@ -71,6 +77,11 @@ impl Backend for Fake {
         if let Some(e) = self.fail.borrow().clone() {
             return Err(e);
         }
+        if (call.method == "POST" || !call.url.starts_with("http://stripe.test"))
+            && let Some(a) = self.answer.borrow_mut().take()
+        {
+            return Ok(a);
+        }
         let ok = |v: Value| {
             Ok(HttpAnswer {
                 status: 200,
@@ -104,6 +115,9 @@ impl Backend for Fake {
         }
     }
     async fn idem_begin(&self, key: &str, fp: &str) -> Result<Begin, String> {
+        if let Some(b) = self.store.borrow_mut().take() {
+            return b;
+        }
         let mut recs = self.records.borrow_mut();
         let (b, rec) = idempotency::begin(recs.get(key), fp, self.now);
         if let Some(r) = rec {
@@ -249,40 +263,86 @@ fn acp_requires_version_and_key() {
     assert!(fake.calls.borrow().is_empty());
 }
 
+/// A UCP business outcome: HTTP 200, `ucp.status: "error"`, and the first message's code and
+/// severity.
+fn ucp_outcome(r: &Reply, v: &Value) -> (String, String) {
+    assert_eq!(r.status, 200, "{v}");
+    assert_eq!(v["ucp"]["status"], "error", "{v}");
+    let m = &v["messages"][0];
+    assert_eq!(m["type"], "error");
+    assert!(m["content"].as_str().is_some_and(|c| !c.is_empty()));
+    (
+        m["code"].as_str().unwrap_or("").to_string(),
+        m["severity"].as_str().unwrap_or("").to_string(),
+    )
+}
+
 #[test]
-fn bad_requests_get_clear_problems() {
+fn bad_requests_answer_in_the_protocols_shapes() {
     let fake = Fake::new();
     let ucp = |body: &str| Request::new("POST", UCP_SESSIONS).with_body(body.as_bytes().to_vec());
     let (r, v) = call(&fake, ucp(r#"{"line_items":[{"item":{"id":"nope"}}]}"#));
-    assert_eq!((r.status, v["code"].as_str()), (422, Some("unknown_offer")));
+    assert_eq!(
+        ucp_outcome(&r, &v),
+        ("unknown_offer".into(), "recoverable".into())
+    );
+    assert_eq!(v["messages"][0]["path"], "$.line_items[0].id");
     let (r, v) = call(
         &fake,
         ucp(r#"{"line_items":[{"item":{"id":"price_hub"}}]}"#),
     );
-    assert_eq!((r.status, v["code"].as_str()), (409, Some("out_of_stock")));
+    assert_eq!(ucp_outcome(&r, &v).0, "out_of_stock");
+    // A body that is not JSON cannot be served: a protocol error, `{code, content}`.
     let (r, v) = call(&fake, ucp("{not json"));
-    assert_eq!((r.status, v["code"].as_str()), (400, Some("invalid_body")));
+    assert_eq!(r.status, 400);
+    assert_eq!(v["code"], "invalid_body");
+    assert!(v["content"].is_string() && v.get("ucp").is_none());
     let (r, v) = call(
         &fake,
         ucp(
             r#"{"line_items":[{"item":{"id":"pro_monthly"}}],"payment":{"instruments":[{"id":"tok"}]}}"#,
         ),
     );
-    assert_eq!(
-        (r.status, v["code"].as_str()),
-        (400, Some("payment_not_accepted"))
+    assert_eq!(ucp_outcome(&r, &v).0, "payment_not_accepted");
+    assert_eq!(v["messages"][0]["path"], "$.payment");
+    assert!(
+        v["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("continue_url")
     );
-    assert!(v["detail"].as_str().unwrap().contains("continue_url"));
     let (r, v) = call(
         &fake,
         ucp(r#"{"line_items":[{"item":{"id":"pro_monthly"},"quantity":2}]}"#),
     );
-    assert_eq!((r.status, v["code"].as_str()), (400, Some("invalid")));
-    let (r, _) = call(
+    assert_eq!(ucp_outcome(&r, &v).0, "invalid");
+    let (r, v) = call(
         &fake,
         ucp(r#"{"line_items":[{"item":{"id":"pro_monthly"}}]}"#).with_header("X-PAYMENT", "abc"),
     );
-    assert_eq!(r.status, 400);
+    assert_eq!(ucp_outcome(&r, &v).0, "payment_not_accepted");
+    // The same failures in ACP's flat Error object.
+    let acp = |body: &str| {
+        Request::new("POST", ACP_SESSIONS)
+            .with_header("api-version", "2026-04-17")
+            .with_header("idempotency-key", body)
+            .with_body(body.as_bytes().to_vec())
+    };
+    let (r, v) = call(&fake, acp(r#"{"line_items":[{"id":"nope"}]}"#));
+    assert_eq!(r.status, 422);
+    assert_eq!(v["type"], "invalid_request");
+    assert_eq!(v["code"], "unknown_offer");
+    assert_eq!(v["param"], "$.line_items[0].id");
+    assert!(v["message"].is_string() && v.get("detail").is_none());
+    let (r, v) = call(
+        &fake,
+        acp(r#"{"line_items":[{"id":"pro_monthly"}],"payment_data":{"token":"t"}}"#),
+    );
+    assert_eq!(
+        (r.status, v["code"].as_str()),
+        (400, Some("payment_not_accepted"))
+    );
+    assert_eq!(v["param"], "$.payment_data");
     assert!(
         !fake.calls.borrow().iter().any(|c| c.method == "POST"),
         "nothing reached checkout"
@@ -305,25 +365,30 @@ fn ucp_flow_create_get_complete_cancel() {
     let (r, done) = call(&fake, Request::new("POST", &format!("{path}/complete")));
     assert_eq!(r.status, 200);
     assert_eq!(done["continue_url"], v["continue_url"]);
-    let (r, _) = call(
+    let (r, v) = call(
         &fake,
         Request::new("PUT", &path)
             .with_body(br#"{"line_items":[{"item":{"id":"other"}}]}"#.to_vec()),
     );
-    assert_eq!(r.status, 409);
+    assert_eq!(ucp_outcome(&r, &v).0, "line_items_fixed");
     let (r, c) = call(&fake, Request::new("POST", &format!("{path}/cancel")));
     assert_eq!(r.status, 200);
     assert_eq!(c["status"], "canceled");
-    let (r, _) = call(
+    // An unknown checkout is UCP's error response: the ucp object and a not_found message.
+    let (r, v) = call(
         &fake,
         Request::new("GET", &format!("{UCP_SESSIONS}/cs_other")),
     );
-    assert_eq!(r.status, 404);
-    let (r, _) = call(
+    assert_eq!(
+        ucp_outcome(&r, &v),
+        ("not_found".into(), "unrecoverable".into())
+    );
+    assert_eq!(v["ucp"]["version"], crate::meta::UCP_VERSION);
+    let (r, v) = call(
         &fake,
         Request::new("GET", &format!("{UCP_SESSIONS}/..%2Fv1")),
     );
-    assert_eq!(r.status, 404);
+    assert_eq!(ucp_outcome(&r, &v).0, "not_found");
 }
 
 #[test]
@@ -376,4 +441,125 @@ fn mcp_tools_return_only_the_link_and_id() {
         &json!({"offer_id": "pro_monthly", "payment_data": {"token": "t"}}),
     ));
     assert!(matches!(pay, ToolOutcome::Error(m) if m.contains("continue_url")));
+}
+
+/// The failure-table rows no e2e run can trigger on demand: a key still in flight, Stripe
+/// refusing a request, the idempotency store down. Each in both protocols' shapes.
+#[test]
+fn in_flight_refused_and_store_down_answer_in_both_shapes() {
+    let ucp = |key: &str| {
+        Request::new("POST", UCP_SESSIONS)
+            .with_header("idempotency-key", key)
+            .with_body(br#"{"line_items":[{"item":{"id":"pro_monthly"}}]}"#.to_vec())
+    };
+    let acp = |key: &str| {
+        acp_post(
+            ACP_SESSIONS,
+            r#"{"line_items":[{"id":"pro_monthly"}]}"#,
+            key,
+        )
+    };
+    for (req, ucp_binding) in [(ucp("k1"), true), (acp("k2"), false)] {
+        let fake = Fake::new();
+        *fake.store.borrow_mut() = Some(Ok(Begin::InFlight));
+        let (r, v) = call(&fake, req.clone());
+        assert_eq!(
+            (r.status, v["code"].as_str()),
+            (409, Some("idempotency_in_flight"))
+        );
+        assert_eq!(r.header("retry-after"), Some("1"));
+        assert_eq!(
+            v.get("type").is_some(),
+            !ucp_binding,
+            "ACP Error or UCP {{code, content}}"
+        );
+
+        let fake = Fake::new();
+        *fake.store.borrow_mut() = Some(Err("storage down".into()));
+        let (r, v) = call(&fake, req.clone());
+        assert_eq!(
+            (r.status, v["code"].as_str()),
+            (503, Some("service_unavailable"))
+        );
+        assert_eq!(r.header("retry-after"), Some(RETRY_AFTER_S));
+
+        let fake = Fake::new();
+        *fake.answer.borrow_mut() = Some(HttpAnswer {
+            status: 400,
+            body: br#"{"error":{"type":"invalid_request_error","code":"parameter_invalid_integer","message":"Invalid integer"}}"#.to_vec(),
+        });
+        let (r, v) = call(&fake, req);
+        assert_eq!(
+            (r.status, v["code"].as_str()),
+            (502, Some("processing_error")),
+            "{v}"
+        );
+        if !ucp_binding {
+            assert_eq!(v["type"], "processing_error");
+        } else {
+            assert!(v["content"].is_string());
+        }
+    }
+}
+
+/// UCP request-time version validation: the profile named in `UCP-Agent` is fetched and its
+/// version checked before anything reaches Stripe.
+#[test]
+fn ucp_agent_profiles_are_fetched_and_their_version_checked() {
+    let create = |agent: Option<&str>| {
+        let r = Request::new("POST", UCP_SESSIONS)
+            .with_body(br#"{"line_items":[{"item":{"id":"pro_monthly"}}]}"#.to_vec());
+        match agent {
+            Some(a) => r.with_header("ucp-agent", a),
+            None => r,
+        }
+    };
+    let agent = Some(r#"profile="https://agent.example/ucp.json""#);
+    let answer = |status: u16, body: &str| HttpAnswer {
+        status,
+        body: body.as_bytes().to_vec(),
+    };
+    for (reply, status, code) in [
+        (
+            answer(200, r#"{"ucp":{"version":"2026-01-23"}}"#),
+            422,
+            "version_unsupported",
+        ),
+        (answer(200, "<html>"), 422, "profile_malformed"),
+        (answer(503, "{}"), 424, "profile_unreachable"),
+    ] {
+        let fake = Fake::new();
+        *fake.answer.borrow_mut() = Some(reply);
+        let (r, v) = call(&fake, create(agent));
+        assert_eq!((r.status, v["code"].as_str()), (status, Some(code)), "{v}");
+        assert_eq!(v["continue_url"], "https://s.test/pricing");
+        let calls = fake.calls.borrow();
+        assert_eq!(calls[0].url, "https://agent.example/ucp.json");
+        assert!(
+            !calls.iter().any(|c| c.method == "POST"),
+            "nothing reached Stripe"
+        );
+    }
+    let fake = Fake::new();
+    let (r, v) = call(&fake, create(Some(r#"profile="https://10.0.0.1/p""#)));
+    assert_eq!(
+        (r.status, v["code"].as_str()),
+        (400, Some("invalid_profile_url"))
+    );
+    assert!(
+        fake.calls.borrow().is_empty(),
+        "a private address is never fetched"
+    );
+
+    let fake = Fake::new();
+    *fake.answer.borrow_mut() = Some(answer(200, r#"{"ucp":{"version":"2026-04-08"}}"#));
+    let (r, v) = call(&fake, create(agent));
+    assert_eq!(r.status, 201, "{v}");
+    assert_eq!(v["ucp"]["version"], "2026-04-08");
+    let fake = Fake::new();
+    assert_eq!(
+        call(&fake, create(None)).0.status,
+        201,
+        "UCP-Agent is optional"
+    );
 }

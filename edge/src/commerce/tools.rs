@@ -4,7 +4,7 @@
 //! so a tool cannot be listed without being callable (or the reverse).
 
 use super::backend::Backend;
-use super::problems::{log_failure, reply_detail, stripe_problem};
+use super::failure::Failure;
 use super::service::{catalog, create, read};
 use crate::checkout::{self, Protocol};
 use crate::config::Config;
@@ -112,11 +112,7 @@ impl<B: Backend> CommerceTools<'_, B> {
     async fn list_products(&self) -> ToolOutcome {
         match catalog(self.cfg, self.backend).await {
             Ok(c) => ToolOutcome::Ok(c.to_json()),
-            Err(e) => {
-                let r = stripe_problem(&e);
-                log_failure(self.backend, "tool list_products", &r);
-                ToolOutcome::Error(reply_detail(&r))
-            }
+            Err(e) => self.fail("list_products", Failure::stripe(&e)),
         }
     }
 
@@ -142,10 +138,7 @@ impl<B: Backend> CommerceTools<'_, B> {
                     c.id
                 )),
             },
-            Err(e) => {
-                log_failure(self.backend, "tool create_checkout", &e.reply());
-                ToolOutcome::Error(e.message())
-            }
+            Err(e) => self.fail("create_checkout", e.failure()),
         }
     }
 
@@ -157,10 +150,13 @@ impl<B: Backend> CommerceTools<'_, B> {
         };
         match read(self.cfg, self.backend, id).await {
             Ok(c) => ToolOutcome::Ok(c.to_tool()),
-            Err(r) => {
-                log_failure(self.backend, "tool get_checkout", &r);
-                ToolOutcome::Error(reply_detail(&r))
-            }
+            Err(f) => self.fail("get_checkout", f),
         }
+    }
+
+    /// A business failure as a tool result the model can read (and a log line for a 5xx).
+    fn fail(&self, tool: &str, f: Failure) -> ToolOutcome {
+        f.log(self.backend, &format!("tool {tool}"));
+        ToolOutcome::Error(f.detail)
     }
 }

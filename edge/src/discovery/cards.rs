@@ -3,8 +3,8 @@
 //! index (with the buying guide it lists).
 
 use crate::meta::{
-    CARD_NAME, CT_JSON, CT_MCP_CARD, CT_OPENAPI, MCP_LEGACY_VERSION, SERVER_NAME, SERVICE_NAME,
-    SKILL_PATH, SUMMARY, VERSION,
+    AGENT_CARD_PATH, CARD_NAME, CT_JSON, CT_MCP_CARD, CT_OPENAPI, MCP_LEGACY_VERSION, SERVER_NAME,
+    SERVICE_NAME, SKILL_PATH, SUMMARY, VERSION,
 };
 use crate::tool::ToolSpec;
 use serde_json::{Value, json};
@@ -72,6 +72,7 @@ pub fn api_catalog(base: &str) -> Value {
             "anchor": format!("{base}/mcp"),
             "service-desc": [{"href": format!("{base}/.well-known/mcp/server-card.json"), "type": CT_JSON}],
             "service-doc": [{"href": format!("{base}/auth.md"), "type": "text/markdown"}],
+            "service-meta": [{"href": format!("{base}{AGENT_CARD_PATH}"), "type": CT_JSON}],
         }
     ]})
 }

@@ -26,6 +26,12 @@ fn problem(desc: &str) -> Value {
     json!({"description": desc, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}})
 }
 
+/// An error answer of one operation in a protocol's own shape (`AcpError`, `UcpError`,
+/// `JsonRpcResponse`).
+fn shaped(desc: &str, schema: &str) -> Value {
+    json!({"description": desc, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}})
+}
+
 /// The answer every operation gives above the rate limit.
 fn too_many() -> Value {
     json!({
@@ -124,15 +130,24 @@ fn commerce_paths() -> Value {
             "operationId": "ucpCreateCheckout",
             "summary": "UCP 2026-04-08 checkout for one offer; answers requires_escalation with continue_url (pay on Stripe's hosted page). Also GET/PUT /{id}, POST /{id}/complete, POST /{id}/cancel.",
             "externalDocs": {"url": format!("https://ucp.dev/{}/specification/checkout", UCP_VERSION)},
-            "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 255}}],
+            "parameters": [
+                {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 255}},
+                {"name": "UCP-Agent", "in": "header", "required": false, "description": "profile=\"https://…\": the platform's UCP profile; its ucp.version must be this business's.", "schema": {"type": "string"}}
+            ],
             "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CheckoutRequest"}}}},
             "responses": {
                 "201": {"description": "UCP checkout object.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Checkout"}}}},
-                "400": problem("Malformed body, or payment credentials sent (code payment_not_accepted)."),
-                "409": problem("Offer out of stock, or Idempotency-Key reused with another body."),
-                "422": problem("Unknown offer id."),
-                "429": too_many,
-                "503": problem("Stripe is unavailable; see Retry-After.")
+                "200": shaped("A business outcome without a checkout (unknown offer or checkout, out of stock, bad input, payment data sent): UCP's error response, ucp.status \"error\" and messages with code and severity.", "UcpErrorResponse"),
+                "400": shaped("Body is not a JSON object, a malformed Idempotency-Key, or invalid_profile_url.", "UcpError"),
+                "404": shaped("No such endpoint under the binding.", "UcpError"),
+                "405": shaped("Method not allowed here (Allow header).", "UcpError"),
+                "409": shaped("Idempotency-Key reused with another body, or still in flight.", "UcpError"),
+                "413": shaped("Body over 256 KiB.", "UcpError"),
+                "422": shaped("The UCP-Agent profile is malformed or speaks another UCP version (version_unsupported).", "UcpError"),
+                "424": shaped("The UCP-Agent profile could not be fetched (profile_unreachable).", "UcpError"),
+                "429": shaped("More than one request per second from this client (Retry-After).", "UcpError"),
+                "502": shaped("Stripe refused the request.", "UcpError"),
+                "503": shaped("Stripe is unavailable; see Retry-After.", "UcpError")
             }
         }},
         "/agent/commerce/acp/checkout_sessions": {"post": {
@@ -146,18 +161,21 @@ fn commerce_paths() -> Value {
             "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CheckoutRequest"}}}},
             "responses": {
                 "201": {"description": "ACP checkout session.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Checkout"}}}},
-                "400": problem("Missing or unsupported API-Version, missing Idempotency-Key, malformed body, or payment credentials."),
-                "409": problem("Offer out of stock, or a request with this key is in flight."),
-                "422": problem("Unknown offer id, or Idempotency-Key reused with another body."),
-                "429": too_many,
-                "503": problem("Stripe is unavailable; see Retry-After.")
+                "400": shaped("Missing or unsupported API-Version (with supported_versions), missing Idempotency-Key, malformed body, or payment credentials.", "AcpError"),
+                "404": shaped("No such checkout session or endpoint.", "AcpError"),
+                "405": shaped("Method not allowed, or cancel of a final session (Allow header).", "AcpError"),
+                "409": shaped("Offer out of stock, items changed on update, completing a canceled session, or a request with this key is in flight.", "AcpError"),
+                "413": shaped("Body over 256 KiB.", "AcpError"),
+                "422": shaped("Unknown offer id, or Idempotency-Key reused with another body.", "AcpError"),
+                "429": shaped("More than one request per second from this client (Retry-After).", "AcpError"),
+                "502": shaped("Stripe refused the request.", "AcpError"),
+                "503": shaped("Stripe is unavailable; see Retry-After.", "AcpError")
             }
         }}
     })
 }
 
 fn mcp_paths() -> Value {
-    let too_many = too_many();
     json!({
         "/mcp": {"post": {
             "operationId": "mcp",
@@ -167,9 +185,10 @@ fn mcp_paths() -> Value {
                 "200": {"description": "JSON-RPC response.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/JsonRpcResponse"}}}},
                 "202": {"description": "Notification accepted."},
                 "400": {"description": "Protocol error (JSON-RPC error body).", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/JsonRpcResponse"}}}},
-                "403": problem("Host or Origin not allowed."),
-                "405": problem("Only POST is supported."),
-                "429": too_many
+                "403": shaped("Host or Origin not allowed (JSON-RPC error -32000).", "JsonRpcResponse"),
+                "404": shaped("A method the stateless era removed or does not know (-32601).", "JsonRpcResponse"),
+                "405": shaped("Only POST is supported (JSON-RPC error -32000).", "JsonRpcResponse"),
+                "429": shaped("More than one request per second (JSON-RPC error -32000, data.retry_after).", "JsonRpcResponse")
             }
         }}
     })
@@ -211,6 +230,33 @@ fn schemas(tools: &[ToolSpec]) -> Value {
                 "order": {"type": "object"}
             }
         },
+        "AcpError": {
+            "type": "object",
+            "description": "ACP's flat Error object (the published schema per API version is authoritative).",
+            "required": ["type", "code", "message"],
+            "properties": {
+                "type": {"enum": ["invalid_request", "processing_error", "service_unavailable"]},
+                "code": {"type": "string"}, "message": {"type": "string"},
+                "param": {"type": "string", "description": "RFC 9535 JSONPath"},
+                "supported_versions": {"type": "array", "items": {"type": "string"}}
+            }
+        },
+        "UcpError": {
+            "type": "object",
+            "description": "UCP protocol error.",
+            "required": ["code", "content"],
+            "properties": {"code": {"type": "string"}, "content": {"type": "string"}, "continue_url": {"type": "string"}}
+        },
+        "UcpErrorResponse": {
+            "type": "object",
+            "description": "UCP error response (schemas/shopping/types/error_response.json).",
+            "required": ["ucp", "messages"],
+            "properties": {
+                "ucp": {"type": "object", "required": ["version", "status"], "properties": {"status": {"const": "error"}}},
+                "messages": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["type", "code", "content", "severity"]}},
+                "continue_url": {"type": "string"}
+            }
+        },
         "JsonRpcRequest": {
             "type": "object",
             "required": ["jsonrpc", "method"],
@@ -226,7 +272,7 @@ fn schemas(tools: &[ToolSpec]) -> Value {
             "required": ["jsonrpc"],
             "properties": {
                 "jsonrpc": {"const": "2.0"},
-                "id": {"type": ["string", "integer", "null"]},
+                "id": {"type": ["string", "integer"]},
                 "result": {"type": "object"},
                 "error": {"type": "object", "required": ["code", "message"], "properties": {
                     "code": {"type": "integer"}, "message": {"type": "string"}, "data": {}

@@ -1,7 +1,9 @@
 //! The documents that describe the site as a whole: `/agent/site.json` (also the `site_info`
 //! tool's result), `/llms.txt`, `/auth.md`, `/robots.txt` and `/sitemap.xml`.
 
-use crate::meta::{KEY_DIRECTORY_PATH, PRODUCTS_PATH, SERVICE_NAME, SKILL_PATH, SUMMARY, VERSION};
+use crate::meta::{
+    AGENT_CARD_PATH, KEY_DIRECTORY_PATH, PRODUCTS_PATH, SERVICE_NAME, SKILL_PATH, SUMMARY, VERSION,
+};
 use crate::pages;
 use crate::tool::ToolSpec;
 use serde_json::{Value, json};
@@ -24,6 +26,10 @@ const DOCUMENTS: &[(&str, &str)] = &[
     ("/mcp/server-card", "MCP server card (SEP-2127)"),
     ("/.well-known/ai-catalog.json", "AI catalog"),
     ("/.well-known/agent-skills/index.json", "Agent skills index"),
+    (
+        AGENT_CARD_PATH,
+        "A2A agent card (its skills; served over MCP)",
+    ),
     (SKILL_PATH, "Buying guide for agents"),
     (
         KEY_DIRECTORY_PATH,
@@ -57,6 +63,7 @@ pub fn site_info(base: &str, tools: &[ToolSpec]) -> Value {
             "mcp_server_card_sep2127": doc("/mcp/server-card"),
             "ai_catalog": doc("/.well-known/ai-catalog.json"),
             "agent_skills": doc("/.well-known/agent-skills/index.json"),
+            "a2a_agent_card": doc(AGENT_CARD_PATH),
             "buy_products_skill": doc(SKILL_PATH),
             "signatures_directory": doc(KEY_DIRECTORY_PATH),
             "support": doc("/support"),

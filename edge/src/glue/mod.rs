@@ -70,7 +70,11 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let incoming = match to_incoming(&mut req).await {
         Ok(r) => r,
         Err(reply) => {
-            let bare = crate::request::Request::new(req.method().as_ref(), "/");
+            // Refused before it could be read (too large): still in the path's protocol shape.
+            let path = crate::request::split_url(&req.inner().url()).map(|(_, _, p, _)| p);
+            let bare =
+                crate::request::Request::new(req.method().as_ref(), path.as_deref().unwrap_or("/"));
+            let reply = crate::router::refusal(&bare, reply);
             return into_response(crate::headers::finish(reply, &bare, &rid));
         }
     };
@@ -103,7 +107,10 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
                 crate::router::handle(&incoming, &cfg, &rid, &backend).await,
             ),
             Decision::Deny { retry_after_ms } => crate::headers::finish(
-                crate::headers::cors_any(ratelimit::too_many_requests(retry_after_ms)),
+                crate::headers::cors_any(crate::router::refusal(
+                    &incoming,
+                    ratelimit::too_many_requests(retry_after_ms),
+                )),
                 &incoming,
                 &rid,
             ),
