@@ -41,7 +41,7 @@ async function run(file, args, env) {
 // dns-rebinding-protection does not apply: it expects a browser-style request with a localhost
 // Origin to be accepted, but the platform refuses every request with an Origin (403; it serves
 // agents, not pages) and answers any Host on purpose (each request carries an API key and no
-// cookie; see lambdas/platform/src/mcp.rs). Run against it, its rejection check passes and its
+// cookie; see lambdas/platform-http/src/mcp/mod.rs). Run against it, its rejection check passes and its
 // acceptance check fails by that design, so it is left out.
 for (const scenario of ["server-initialize", "ping", "tools-list"]) {
   test(`platform conformance: ${scenario}`, async () => {

@@ -2,7 +2,13 @@
 //! serves them on a loopback-only engine API, runs the sensor hub and pushes Away Alerts.
 
 pub mod alerts;
+pub mod doctor;
 pub mod engine;
 pub mod hub;
+pub mod link;
+pub mod mqtt;
+pub mod runtime;
 pub mod sensing;
+pub mod service;
 pub mod store;
+pub mod view;

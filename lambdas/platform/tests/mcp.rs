@@ -3,8 +3,8 @@
 mod common;
 
 use common::{Resp, post_json, send_with_headers, server};
-use platform::accounts;
-use platform::clock::Clock;
+use platform::domain::accounts;
+use platform::domain::clock::Clock;
 use serde_json::{Value, json};
 
 const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
@@ -37,6 +37,8 @@ async fn call_tool(base: &str, path: &str, key: Option<&str>, name: &str, args: 
     r.body["result"].clone()
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn both_key_forms_reach_the_tools() {
     let srv = server().await;

@@ -239,6 +239,7 @@ mod tests {
             channel: None,
             format: WireFormat::Simulator,
             csi: Vec::new(),
+            shape: Default::default(),
         }
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::auth::{UdpTrust, canonical};
+use super::diagnostics::{Csi, Probe};
 use super::feed::{FrameSink, Rejected};
 use super::registry::{Admission, Arrival, Counters, Registry, Transport};
 use crate::sensing::csi::{
@@ -62,6 +63,11 @@ impl Ingest {
                     format: WireFormat::Adr018,
                     reported_id: &reported,
                     rssi_dbm: packet.rssi_dbm(),
+                    probe: Probe {
+                        channel: packet.channel(),
+                        csi: Csi::Iq(&packet.buffer),
+                        ..Probe::default()
+                    },
                 };
                 if let Admission::Accepted { id } = self.registry.admit(arrival, now) {
                     let t_s = now.saturating_duration_since(self.epoch).as_secs_f64();
@@ -83,6 +89,7 @@ impl Ingest {
                     format: WireFormat::Adr018,
                     reported_id: &reported,
                     rssi_dbm: None,
+                    probe: Probe::default(),
                 };
                 let _ = self.registry.admit(arrival, now);
             }
@@ -118,8 +125,15 @@ impl Ingest {
                     format: frame.format,
                     reported_id: &frame.node_id,
                     rssi_dbm: frame.rssi_dbm,
+                    probe: Probe {
+                        node_t_s: Some(frame.t_s),
+                        channel: frame.channel,
+                        csi: Csi::Complex(&frame.csi),
+                        reported_gain: parsed.meta.gain,
+                    },
                 };
-                if let Admission::Accepted { id } = self.registry.admit(arrival, now) {
+                let admission = self.registry.admit(arrival, now);
+                if let Admission::Accepted { id } = admission {
                     self.forward(id, frame);
                 }
             }

@@ -12,6 +12,7 @@
 //! [`Hub::start`] binds both sockets before it returns, so callers know the addresses.
 
 pub mod auth;
+pub mod diagnostics;
 pub mod emulator;
 pub mod feed;
 pub mod ingest;

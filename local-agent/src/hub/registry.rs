@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::diagnostics::{NodeHealth, NodeHealthView, Probe};
 use crate::engine::records::Fleet;
 use crate::sensing::csi::WireFormat;
 
@@ -142,6 +143,8 @@ pub struct Arrival<'a> {
     /// The id the packet reports (ADR-018 node_id, or the MAC of a text line).
     pub reported_id: &'a str,
     pub rssi_dbm: Option<i16>,
+    /// What the packet says about the node's signal (channel, clock, gain), for diagnostics.
+    pub probe: Probe<'a>,
 }
 
 /// The registry's verdict on one packet.
@@ -170,6 +173,7 @@ struct Node {
     dropped: u64,
     tokens: f64,
     tokens_at: Instant,
+    health: NodeHealth,
 }
 
 /// A node that just went offline.
@@ -268,6 +272,7 @@ impl Registry {
                     dropped: 0,
                     tokens: self.config.burst,
                     tokens_at: now,
+                    health: NodeHealth::default(),
                 },
             );
             changed = true;
@@ -280,6 +285,7 @@ impl Registry {
         node.tokens_at = now;
         if node.tokens < 1.0 {
             node.dropped += 1;
+            node.health.drops.rate_limited += 1;
             Counters::bump(&self.counters.rate_limited);
             return Admission::RateLimited;
         }
@@ -303,9 +309,11 @@ impl Registry {
             node.online = true;
             // A node coming back starts a fresh rate: the offline gap is not an interval.
             node.interval_s = None;
+            node.health.reconnected();
             changed = true;
             tracing::info!(node = %node.id, "node online");
         }
+        node.health.observe(now, a.rssi_dbm, &a.probe);
         let id = node.id.clone();
         if changed {
             self.publish_fleet(&nodes);
@@ -318,6 +326,7 @@ impl Registry {
         let mut nodes = self.lock();
         if let Some(node) = nodes.values_mut().find(|n| n.id == id) {
             node.dropped += 1;
+            node.health.drops.queue_full += 1;
         }
     }
 
@@ -342,6 +351,14 @@ impl Registry {
             self.publish_fleet(&nodes);
         }
         gone
+    }
+
+    /// Signal health of every node, sorted by id (the doctor and the live view).
+    pub fn health(&self) -> Vec<NodeHealthView> {
+        let nodes = self.lock();
+        let mut out: Vec<NodeHealthView> = nodes.values().map(|n| n.health.view(&n.id)).collect();
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        out
     }
 
     /// All nodes, sorted by id.
@@ -382,6 +399,7 @@ mod tests {
             format: WireFormat::Adr018,
             reported_id: id,
             rssi_dbm: Some(-60),
+            probe: Probe::default(),
         }
     }
 

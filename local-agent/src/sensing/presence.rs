@@ -40,6 +40,20 @@ pub const MOTION_ON_TICKS: u32 = 2;
 /// Moving is left when the score falls below this fraction of the threshold (hysteresis).
 pub const RELEASE: f32 = 0.7;
 
+/// Why an unfinished empty-room calibration last threw its samples away: the "why not yet" a
+/// person needs when calibration never finishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CalibrationHold {
+    /// A breathing-band periodicity: someone is in view, and a person is never learned as the
+    /// empty room.
+    Breathing,
+    /// The link saw motion.
+    Motion,
+    /// The motion level jumped or was not steady enough to be an empty room.
+    Unsteady,
+}
+
 /// Evidence from the vitals estimator for this tick.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct BreathEvidence {
@@ -49,6 +63,9 @@ pub struct BreathEvidence {
     pub candidate: bool,
     /// A breathing rate is accepted (gates and persistence).
     pub accepted: bool,
+    /// The still-presence cue holds a still person (`sensing::still`): armed by an accepted
+    /// breath, held by breathing-band energy while no rate is accepted.
+    pub still_cue: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +85,7 @@ pub struct PresenceTracker {
     present: bool,
     present_streak: u32,
     score: f32,
+    hold: Option<CalibrationHold>,
 }
 
 impl PresenceTracker {
@@ -93,7 +111,21 @@ impl PresenceTracker {
             present: false,
             present_streak: 0,
             score: 0.0,
+            hold: None,
         }
+    }
+
+    /// Share of the calm data a calibration needs that has been collected (1 once calibrated).
+    pub fn calibration_progress(&self) -> f64 {
+        if !self.calibrating() {
+            return 1.0;
+        }
+        (self.samples.len() as f64 / self.calibration_ticks.max(1) as f64).min(1.0)
+    }
+
+    /// Why the calibration in progress last started over; `None` when it has not (or is done).
+    pub fn calibration_hold(&self) -> Option<CalibrationHold> {
+        if self.calibrating() { self.hold } else { None }
     }
 
     pub fn calibrating(&self) -> bool {
@@ -109,6 +141,7 @@ impl PresenceTracker {
         self.threshold = None;
         self.confirmed = false;
         self.samples.clear();
+        self.hold = None;
     }
 
     pub fn moving(&self) -> bool {
@@ -183,6 +216,7 @@ impl PresenceTracker {
             .is_some_and(|b| t_s - b >= 0.0 && t_s - b <= BREATH_HOLD_S);
         let raw = self.moving
             || breath.accepted
+            || breath.still_cue
             || (breath_hold && breath.analysed)
             || (bridge && !breath.analysed)
             || (bridge && breath.candidate);
@@ -213,6 +247,7 @@ impl PresenceTracker {
                 // A breathing person: this was not the empty room.
                 self.threshold = None;
                 self.samples.clear();
+                self.hold = Some(CalibrationHold::Breathing);
             } else if breath.analysed {
                 self.confirmed = true;
             }
@@ -221,10 +256,16 @@ impl PresenceTracker {
         if person || self.moving {
             // A breathing periodicity or motion is a person: never learn them as the empty room.
             self.samples.clear();
+            self.hold = Some(if person {
+                CalibrationHold::Breathing
+            } else {
+                CalibrationHold::Motion
+            });
             return;
         }
         if level > 2.0 * DEFAULT_THRESHOLD.max(self.median_sample() * STATIONARITY) {
             self.samples.clear();
+            self.hold = Some(CalibrationHold::Unsteady);
             return;
         }
         if self.samples.len() >= 4 * self.calibration_ticks {
@@ -241,9 +282,11 @@ impl PresenceTracker {
         if p95 > STATIONARITY * median {
             let half = self.samples.len() / 2;
             self.samples.drain(..half);
+            self.hold = Some(CalibrationHold::Unsteady);
             return;
         }
         if p95 > 0.0 {
+            self.hold = None;
             self.threshold = Some(p95 * P95_MARGIN);
             self.confirmed = breath.analysed;
             self.samples.clear();
@@ -276,6 +319,7 @@ mod tests {
         analysed: true,
         candidate: false,
         accepted: false,
+        still_cue: false,
     };
 
     #[test]
@@ -314,6 +358,7 @@ mod tests {
             analysed: true,
             candidate: true,
             accepted: true,
+            still_cue: false,
         };
         for i in 0..600 {
             p.on_tick(f64::from(i) * 0.1, 0.1, Some(0.004), breathing);

@@ -1,0 +1,226 @@
+//! The built catalog artifact (`lambdas/catalog`, format 3, read by `catalog-core`) behind the
+//! [`Catalog`] port.
+//!
+//! Every question goes to `catalog_core`, so REST and MCP answer from the same code the catalog
+//! builder and its evaluation test: apps by slug or any former per-document id (the answer names
+//! the canonical app), tools by name or by a name an earlier catalog issued, tool search, app
+//! search ranked by relevance, and per-tool servers and credential schemes for the executor.
+//! App listings without a search run in the artifact's order (sorted by slug), so cursors stay
+//! valid across cold starts of the same catalog version.
+
+use catalog_core as core;
+use platform_search::model::{AuthKind, AuthScheme, Method, OAuthFlow};
+
+use super::{
+    AppAuth, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Operation, Page,
+    ToolDef, ToolOutline, decode_cursor, encode_cursor, page_apps,
+};
+
+fn method(m: core::Method) -> Method {
+    match m {
+        core::Method::Get => Method::Get,
+        core::Method::Post => Method::Post,
+        core::Method::Put => Method::Put,
+        core::Method::Patch => Method::Patch,
+        core::Method::Delete => Method::Delete,
+        core::Method::Head => Method::Head,
+        core::Method::Options => Method::Options,
+        core::Method::Trace => Method::Trace,
+    }
+}
+
+fn scheme(s: &core::AuthScheme) -> AuthScheme {
+    let kind = match &s.kind {
+        core::AuthKind::ApiKey {
+            location,
+            param,
+            prefix,
+        } => AuthKind::ApiKey {
+            location: location.clone(),
+            param: param.clone(),
+            prefix: prefix.clone(),
+        },
+        core::AuthKind::Http { scheme } => AuthKind::Http {
+            scheme: scheme.clone(),
+        },
+        core::AuthKind::OAuth2 { flows } => AuthKind::OAuth2 {
+            flows: flows
+                .iter()
+                .map(|f| OAuthFlow {
+                    flow: f.flow.clone(),
+                    authorization_url: f.authorization_url.clone(),
+                    token_url: f.token_url.clone(),
+                    scopes: f.scopes.clone(),
+                })
+                .collect(),
+        },
+        core::AuthKind::OpenIdConnect { url } => AuthKind::OpenIdConnect { url: url.clone() },
+    };
+    AuthScheme {
+        name: s.name.clone(),
+        kind,
+    }
+}
+
+/// A server URL with the variables that have defaults filled in; the others stay `{name}`
+/// templates for the connection's parameters.
+fn server_url(s: &core::Server) -> String {
+    s.resolve(&|_| None)
+}
+
+fn summary(c: &core::Catalog, app: &core::App) -> AppSummary {
+    AppSummary {
+        id: app.slug.clone(),
+        name: app.title.clone(),
+        description: app.description.clone(),
+        categories: app.categories.clone(),
+        tool_count: c.tools_of(app).len(),
+    }
+}
+
+impl Catalog for core::Catalog {
+    fn apps(
+        &self,
+        filter: AppFilter<'_>,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<AppSummary>, CatalogError> {
+        let Some(query) = filter.search.filter(|q| !q.trim().is_empty()) else {
+            return page_apps(
+                self.apps.iter(),
+                filter,
+                cursor,
+                limit,
+                |a| &a.categories,
+                |_| String::new(),
+                |a| summary(self, a),
+            );
+        };
+        // A search ranks by relevance (exact name, then prefix, then words and typos, with the
+        // app's prior); the ranking is deterministic, so an offset cursor pages through it.
+        let start = cursor.map(decode_cursor).transpose()?.unwrap_or(0);
+        let ranked: Vec<&core::App> = self
+            .search_apps(query, self.apps.len())
+            .into_iter()
+            .filter_map(|h| self.apps.get(h.app as usize))
+            .filter(|a| {
+                filter
+                    .category
+                    .is_none_or(|c| a.categories.iter().any(|x| x == c))
+            })
+            .collect();
+        if start > ranked.len() {
+            return Err(CatalogError::InvalidCursor);
+        }
+        let end = (start + limit).min(ranked.len());
+        Ok(Page {
+            items: ranked[start..end]
+                .iter()
+                .map(|a| summary(self, a))
+                .collect(),
+            next_cursor: (end < ranked.len()).then(|| encode_cursor(end)),
+        })
+    }
+
+    fn app(&self, id: &str) -> Option<AppSummary> {
+        core::Catalog::app(self, id).map(|a| summary(self, a))
+    }
+
+    fn tool(&self, name: &str) -> Option<ToolDef> {
+        let tool = core::Catalog::tool(self, name)?;
+        let app = self.app_of(tool);
+        let input_schema = match self.input_schema(&tool.name) {
+            Ok(schema) => schema,
+            Err(e) => {
+                // A damaged schema block must not hide the tool; say so in the log.
+                tracing::error!(tool = name, error = %e, "tool input schema unreadable");
+                serde_json::json!({"type": "object"})
+            }
+        };
+        Some(ToolDef {
+            name: tool.name.clone(),
+            app: app.slug.clone(),
+            description: tool.description.clone(),
+            input_schema,
+        })
+    }
+
+    fn operation(&self, name: &str) -> Option<Operation> {
+        let t = core::Catalog::tool(self, name)?;
+        let security = self
+            .security_of(t)
+            .into_iter()
+            .map(|alt| alt.into_iter().map(|(s, _)| scheme(s)).collect())
+            .collect();
+        Some(Operation {
+            tool: t.name.clone(),
+            app: self.app_of(t).slug.clone(),
+            method: method(t.method),
+            path: t.path.clone(),
+            security,
+            server_url: self.server_of(t).map(server_url),
+        })
+    }
+
+    fn app_auth(&self, id: &str) -> Option<AppAuth> {
+        let app = core::Catalog::app(self, id)?;
+        // The product's first document's production server; a tool's own server (which may
+        // differ per document or operation) comes with its `Operation`.
+        let docs: Vec<&core::Doc> = app
+            .docs
+            .iter()
+            .filter_map(|d| self.docs.get(*d as usize))
+            .collect();
+        let base_url = docs
+            .iter()
+            .find_map(|d| d.servers.first())
+            .map(server_url)
+            .unwrap_or_default();
+        let mut schemes: Vec<AuthScheme> = Vec::new();
+        for s in docs.iter().flat_map(|d| d.auth.iter()).map(scheme) {
+            if !schemes.contains(&s) {
+                schemes.push(s);
+            }
+        }
+        Some(AppAuth {
+            app: app.slug.clone(),
+            base_url,
+            schemes,
+        })
+    }
+
+    fn find_tools(&self, query: &str, app: Option<&str>, limit: usize) -> FindResult {
+        // A former per-document id narrows to the product it now belongs to.
+        let app = app.map(|a| core::Catalog::app(self, a).map_or(a, |x| x.slug.as_str()));
+        let found = self.find(query, app, limit);
+        FindResult {
+            hits: found
+                .hits
+                .into_iter()
+                .map(|h| Hit {
+                    tool: h.tool,
+                    app: h.app,
+                    score: f64::from(h.score),
+                    matched_terms: h.matched_terms,
+                })
+                .collect(),
+            hint: found.hint,
+        }
+    }
+
+    fn tool_outlines(&self, app: &str) -> Vec<ToolOutline> {
+        match core::Catalog::app(self, app) {
+            Some(a) => self
+                .tools_of(a)
+                .iter()
+                .map(|t| ToolOutline {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    method: Some(method(t.method).as_str()),
+                    path: Some(t.path.clone()),
+                })
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
