@@ -3,17 +3,17 @@
 //! endpoint. The era is picked per request, so no state is kept between requests and any
 //! Worker instance can answer any message.
 
-use crate::config::{Config, host_name};
+use crate::config::Config;
+use crate::meta::{
+    MCP_LEGACY_VERSION as LEGACY_VERSION, MCP_MODERN_VERSION as MODERN_VERSION, SERVER_NAME,
+    SERVICE_NAME, VERSION,
+};
 use crate::problem::Problem;
 use crate::reply::Reply;
-use crate::request::Request;
-use crate::tools::{ToolBox, ToolOutcome};
+use crate::request::{Request, host_name};
+use crate::tool::{ToolBox, ToolOutcome};
 use serde_json::{Map, Value, json};
 
-/// The handshake-era revision we speak (and echo when a client asks for an older one we know).
-pub const LEGACY_VERSION: &str = "2025-11-25";
-/// The stateless revision.
-pub const MODERN_VERSION: &str = "2026-07-28";
 /// Handshake-era revisions a client may request; the first is preferred.
 pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 /// What `server/discover` and the unsupported-version error advertise, newest first.
@@ -119,68 +119,16 @@ pub async fn handle<T: ToolBox>(req: &Request, cfg: &Config, tools: &T) -> Reply
     if let Err(reply) = check_origin(req, cfg) {
         return reply;
     }
-    let msg: Value = match serde_json::from_slice(&req.body) {
-        Ok(v) => v,
-        Err(e) => {
-            return error_reply(
-                &Value::Null,
-                RpcError::new(400, PARSE_ERROR, format!("Parse error: {e}")),
-            );
-        }
+    let (id, method, params) = match read_message(&req.body) {
+        Ok(Some(call)) => call,
+        Ok(None) => return Reply::empty(202),
+        Err(reply) => return reply,
     };
-    let Some(obj) = msg.as_object() else {
-        return error_reply(
-            &Value::Null,
-            RpcError::new(
-                400,
-                INVALID_REQUEST,
-                "Expected one JSON-RPC object (no batches)",
-            ),
-        );
-    };
-    let id = obj.get("id").cloned();
-    let id_or_null = id.clone().unwrap_or(Value::Null);
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return error_reply(
-            &id_or_null,
-            RpcError::new(400, INVALID_REQUEST, "jsonrpc must be \"2.0\""),
-        );
-    }
-    let Some(method) = obj.get("method").and_then(Value::as_str) else {
-        if obj.contains_key("result") || obj.contains_key("error") {
-            // A response to a server request; we send none, so just acknowledge it.
-            return Reply::empty(202);
-        }
-        return error_reply(
-            &id_or_null,
-            RpcError::new(400, INVALID_REQUEST, "method is required"),
-        );
-    };
-    let params = match obj.get("params") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(p @ Value::Object(_)) => p.clone(),
-        Some(_) => {
-            return error_reply(
-                &id_or_null,
-                RpcError::new(400, INVALID_REQUEST, "params must be an object"),
-            );
-        }
-    };
-    let Some(id) = id else {
-        // Notifications (notifications/initialized, cancelled, ...) need no answer.
-        return Reply::empty(202);
-    };
-    if !(id.is_string() || id.is_i64() || id.is_u64()) {
-        return error_reply(
-            &Value::Null,
-            RpcError::new(400, INVALID_REQUEST, "id must be a string or an integer"),
-        );
-    }
-    let era = match pick_era(req, method, &params) {
+    let era = match pick_era(req, &method, &params) {
         Ok(era) => era,
         Err(e) => return error_reply(&id, e),
     };
-    match dispatch(era, method, &params, tools).await {
+    match dispatch(era, &method, &params, tools).await {
         Ok(mut result) => {
             if era == Era::Modern
                 && let Some(r) = result.as_object_mut()
@@ -191,6 +139,60 @@ pub async fn handle<T: ToolBox>(req: &Request, cfg: &Config, tools: &T) -> Reply
         }
         Err(e) => error_reply(&id, e),
     }
+}
+
+/// Reads one JSON-RPC message: a request as `(id, method, params)`; `None` for a notification
+/// or a response (they get 202 and no body); the error answer for anything malformed.
+fn read_message(body: &[u8]) -> Result<Option<(Value, String, Value)>, Reply> {
+    let msg: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(error_reply(
+                &Value::Null,
+                RpcError::new(400, PARSE_ERROR, format!("Parse error: {e}")),
+            ));
+        }
+    };
+    let Some(obj) = msg.as_object() else {
+        return Err(error_reply(
+            &Value::Null,
+            RpcError::new(
+                400,
+                INVALID_REQUEST,
+                "Expected one JSON-RPC object (no batches)",
+            ),
+        ));
+    };
+    let id = obj.get("id").cloned();
+    let id_or_null = id.clone().unwrap_or(Value::Null);
+    let invalid =
+        |message: &str| error_reply(&id_or_null, RpcError::new(400, INVALID_REQUEST, message));
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid("jsonrpc must be \"2.0\""));
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        if obj.contains_key("result") || obj.contains_key("error") {
+            // A response to a server request; we send none, so just acknowledge it.
+            return Ok(None);
+        }
+        return Err(invalid("method is required"));
+    };
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(p @ Value::Object(_)) => p.clone(),
+        Some(_) => return Err(invalid("params must be an object")),
+    };
+    let Some(id) = id else {
+        // Notifications (notifications/initialized, cancelled, ...) need no answer.
+        return Ok(None);
+    };
+    if !(id.is_string() || id.is_i64() || id.is_u64()) {
+        return Err(error_reply(
+            &Value::Null,
+            RpcError::new(400, INVALID_REQUEST, "id must be a string or an integer"),
+        ));
+    }
+    Ok(Some((id, method.to_string(), params)))
 }
 
 /// Picks the era of one request and validates its version headers (see the module docs).
@@ -241,6 +243,13 @@ fn pick_era(req: &Request, method: &str, params: &Value) -> Result<Era, RpcError
             format!("params._meta[\"{META_CAPABILITIES}\"] is required"),
         ));
     }
+    check_modern_headers(req, method, params)?;
+    Ok(Era::Modern)
+}
+
+/// The stateless era's routing headers: `Mcp-Method` always, `Mcp-Name` for `tools/call`; each
+/// must repeat what the body says.
+fn check_modern_headers(req: &Request, method: &str, params: &Value) -> Result<(), RpcError> {
     match req.header("mcp-method") {
         Some(m) if m == method => {}
         Some(m) => {
@@ -278,14 +287,14 @@ fn pick_era(req: &Request, method: &str, params: &Value) -> Result<Era, RpcError
             }
         }
     }
-    Ok(Era::Modern)
+    Ok(())
 }
 
 fn server_info() -> Value {
     json!({
-        "name": crate::discovery::SERVER_NAME,
-        "title": crate::discovery::SERVICE_NAME,
-        "version": crate::discovery::VERSION,
+        "name": SERVER_NAME,
+        "title": SERVICE_NAME,
+        "version": VERSION,
     })
 }
 
@@ -384,8 +393,9 @@ async fn call_tool<T: ToolBox>(params: &Value, tools: &T) -> Result<Value, RpcEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::SiteTools;
-    use crate::tools::tests::block_on;
+    use crate::commerce::Offline;
+    use crate::registry::Registry;
+    use crate::testing::block_on;
 
     fn cfg() -> Config {
         Config::from_vars(
@@ -404,11 +414,9 @@ mod tests {
     }
 
     fn run(req: &Request) -> (u16, Value) {
-        let reply = block_on(handle(
-            req,
-            &cfg(),
-            &SiteTools::new("https://presence.example"),
-        ));
+        let c = cfg();
+        let tools = Registry::get().serve("https://presence.example", &c, &Offline);
+        let reply = block_on(handle(req, &c, &tools));
         let body = if reply.body.is_empty() {
             Value::Null
         } else {
@@ -433,10 +441,7 @@ mod tests {
         ));
         assert_eq!(s, 200);
         assert_eq!(b["result"]["protocolVersion"], "2025-06-18");
-        assert_eq!(
-            b["result"]["serverInfo"]["name"],
-            crate::discovery::SERVER_NAME
-        );
+        assert_eq!(b["result"]["serverInfo"]["name"], crate::meta::SERVER_NAME);
         let (s, b) = run(&post(
             json!({"jsonrpc": "2.0", "id": 2, "method": "initialize",
             "params": {"protocolVersion": "1999-01-01"}}),
@@ -466,7 +471,17 @@ mod tests {
             .iter()
             .map(|t| t["name"].as_str().unwrap_or(""))
             .collect();
-        assert_eq!(names, ["site_info", "search_pages", "read_page"]);
+        assert_eq!(
+            names,
+            [
+                "site_info",
+                "search_pages",
+                "read_page",
+                "list_products",
+                "create_checkout",
+                "get_checkout"
+            ]
+        );
         assert!(b["result"].get("resultType").is_none());
         let (s, b) = run(&post(
             json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -540,7 +555,7 @@ mod tests {
         assert_eq!(b["result"]["supportedVersions"], json!(SUPPORTED_VERSIONS));
         assert_eq!(
             b["result"]["_meta"][META_SERVER_INFO]["name"],
-            crate::discovery::SERVER_NAME
+            crate::meta::SERVER_NAME
         );
         let (_, b) = run(&modern("tools/list", json!({})));
         assert_eq!(b["result"]["resultType"], "complete");
@@ -602,7 +617,8 @@ mod tests {
     #[test]
     fn http_rules() {
         let r = Request::new("GET", "/mcp").with_header("host", "localhost");
-        let reply = block_on(handle(&r, &cfg(), &SiteTools::new("")));
+        let c = cfg();
+        let reply = block_on(handle(&r, &c, &Registry::get().serve("", &c, &Offline)));
         assert_eq!(reply.status, 405);
         let evil = post(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
         let mut evil_host = evil.clone();

@@ -50,6 +50,7 @@ pub mod error;
 pub mod esp_csi;
 pub mod jsonl;
 pub mod layout;
+mod line;
 pub mod npz;
 mod text;
 
@@ -60,13 +61,14 @@ pub use adr018::{
 pub use csi_tool::parse_csi_tool_line;
 pub use error::ParseError;
 pub use esp_csi::parse_esp_csi_line;
-pub use jsonl::{SkipKind, parse_jsonl_line};
+pub use jsonl::parse_jsonl_line;
 pub use layout::{
     ChipFamily, LtfField, PpduKind, SecondaryChannel, SubcarrierLayout, ZeroSubcarrierTracker,
     layout_for, zero_subcarriers,
 };
+pub use line::parse_text_line;
 pub use npz::{NpzMeta, NpzRecording, parse_npz};
-pub use text::{Record, parse_text_line};
+pub use text::{Record, SkipKind};
 
 /// Largest CSI buffer accepted, in subcarriers. The biggest real layout is 612 bytes (306
 /// subcarriers, HT40 STBC) and 4 antennas × 256 in ADR-018; anything beyond this is corrupt or
