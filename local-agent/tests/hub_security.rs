@@ -393,6 +393,7 @@ def seal(key, sid, ctr, pkt):
 out["no_token"], _ = session(4, "wrong-token")
 status, grant = session(4, token)
 out["granted"] = status
+out["key"] = grant.get("key")
 sid, key = int(grant["session_id"], 16), bytes.fromhex(grant["key"])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(10)
@@ -455,4 +456,108 @@ async fn session_datagrams_forged_replayed_or_for_another_node_are_dropped_and_c
     assert_eq!(node["addr"], ns.ns_ip);
     assert!(rig.node("node-5").await.is_none());
     rig.stop().await;
+}
+
+/// The hub's secrets never reach its log, even at `trace`: the token (sent right, wrong and in a
+/// query string) and a node session's key (granted, then used to tag datagrams). Runs the real
+/// binary and reads everything it wrote.
+#[test]
+fn the_log_never_shows_the_token_or_a_session_key() {
+    let token = "tok-never-logged-5f2a9c71";
+    let dir = std::env::temp_dir().join(format!("hub-log-secrets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let log_path = dir.join("agent.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let mut child = hub_support_agent(token, &log);
+    let read = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let (hub_port, udp_port) = loop {
+        let text = read();
+        let hub = text
+            .lines()
+            .find_map(|l| l.strip_prefix("local-agent hub on http://"))
+            .and_then(|rest| rest.split(['/', ' ']).next())
+            .and_then(|a| a.rsplit_once(':'))
+            .map(|(_, p)| p.to_string());
+        let udp = text
+            .split("UDP ingest on ")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .and_then(|a| a.rsplit_once(':'))
+            .map(|(_, p)| p.to_string());
+        if let (Some(h), Some(u)) = (hub, udp) {
+            break (h, u);
+        }
+        assert!(
+            std::time::Instant::now() < deadline && child.try_wait().ok().flatten().is_none(),
+            "the agent did not start:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let hub = format!("http://127.0.0.1:{hub_port}");
+    for (header, path) in [
+        (format!("X-Service-Token: {token}"), "/nodes".to_string()),
+        (
+            format!("X-Service-Token: wrong-{token}"),
+            "/alerts".to_string(),
+        ),
+        ("X-Other: 1".to_string(), format!("/nodes?token={token}")),
+        (
+            format!("X-Service-Token: {token}"),
+            format!("/no-such-route/{token}"),
+        ),
+    ] {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-H",
+                &header,
+                &format!("{hub}{path}"),
+            ])
+            .output()
+            .expect("curl runs");
+        assert!(out.status.success(), "curl {path}");
+    }
+    let out = Command::new("python3")
+        .args(["-c", NODE, &hub, "127.0.0.1", &udp_port, token])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let key = result["key"].as_str().expect("a session key").to_string();
+    assert_eq!(key.len(), 64, "{result}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    let text = read();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(text.contains("local-agent hub on"), "{text}");
+    assert!(
+        text.lines().count() > 5,
+        "trace logging produced almost nothing, so this test would prove nothing:\n{text}"
+    );
+    assert!(!text.contains(token), "the token is in the log:\n{text}");
+    assert!(!text.contains(&key), "a session key is in the log:\n{text}");
+}
+
+fn hub_support_agent(token: &str, log: &std::fs::File) -> Child {
+    Command::new(BIN)
+        .args(["run", "--port", "0", "--hub-port", "0", "--csi-port", "0"])
+        .env("SERVICE_SENTINEL_TOKEN", token)
+        .env(
+            "SERVICE_DATA_DIR",
+            std::env::temp_dir().join(format!("hub-log-data-{}", std::process::id())),
+        )
+        .env("RUST_LOG", "trace")
+        .stdout(log.try_clone().expect("log handle"))
+        .stderr(log.try_clone().expect("log handle"))
+        .spawn()
+        .expect("the agent starts")
 }

@@ -82,6 +82,20 @@ impl TokenRule {
         self.token.is_some()
     }
 
+    /// `text` (a request path for the log) with every occurrence of the token replaced by
+    /// `[redacted]`: a client that puts the token in a URL by mistake must not put it in the
+    /// user's log.
+    pub fn redact(&self, text: &str) -> String {
+        match self
+            .token
+            .as_deref()
+            .and_then(|t| std::str::from_utf8(t).ok())
+        {
+            Some(token) if text.contains(token) => text.replace(token, "[redacted]"),
+            _ => text.to_string(),
+        }
+    }
+
     /// Applies the rule to a caller at `peer` with request `headers`.
     pub fn check(&self, peer: IpAddr, headers: &HeaderMap) -> Result<Caller, Refusal> {
         if is_loopback(peer) {
@@ -128,6 +142,14 @@ pub fn refuse_allow_list(text: &str) -> Result<(), AllowListRemoved> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_is_redacted_from_logged_paths() {
+        let rule = TokenRule::new(Some("s3cret-tok"));
+        assert_eq!(rule.redact("/x/s3cret-tok/y"), "/x/[redacted]/y");
+        assert_eq!(rule.redact("/nodes"), "/nodes");
+        assert_eq!(TokenRule::new(None).redact("/s3cret-tok"), "/s3cret-tok");
+    }
     use http::HeaderValue;
 
     fn with_token(v: &str) -> HeaderMap {

@@ -502,7 +502,7 @@ pub async fn serve(
             let shutdown = conn_shutdown.clone();
             async move {
                 let method = req.method().clone();
-                let path = req.uri().path().to_string();
+                let path = state.rule.redact(req.uri().path());
                 let response = respond(req, peer, state, shutdown).await;
                 let status = response.status().as_u16();
                 if status >= 400 {
