@@ -16,7 +16,7 @@ use local_agent::engine::history;
 use local_agent::engine::report;
 use local_agent::engine::source::{self, FrameFeed, ReplayFeed, SimulatorFeed};
 use local_agent::engine::{DEFAULT_PORT, Engine, EngineConfig, PORT_ENV, SharedSink};
-use local_agent::hub::auth::{TokenRule, parse_allow_list};
+use local_agent::hub::auth::{TokenRule, refuse_allow_list};
 use local_agent::hub::emulator::{self, EmulatorOptions};
 use local_agent::hub::registry::{Registry, RegistryConfig};
 use local_agent::hub::{self, Hub, HubConfig, HubDeps};
@@ -210,9 +210,8 @@ struct RunArgs {
     /// UDP ingest port on all interfaces.
     #[arg(long, env = hub::CSI_PORT_ENV, default_value_t = hub::DEFAULT_CSI_PORT)]
     csi_port: u16,
-    /// Non-loopback UDP senders to accept without a WebSocket token handshake:
-    /// comma-separated IPs and CIDRs.
-    #[arg(long, env = hub::ALLOW_ENV, default_value = "")]
+    /// Removed: refused when set (remote nodes authenticate with a session; see the README).
+    #[arg(long, env = hub::ALLOW_ENV, default_value = "", hide = true)]
     csi_allow: String,
     /// Live view port on 127.0.0.1 (never another interface).
     #[arg(long, env = view::PORT_ENV, default_value_t = view::DEFAULT_PORT)]
@@ -236,6 +235,10 @@ struct NodeEmulatorArgs {
     /// ADR-018 node id to send as (default: the recording's, else 1).
     #[arg(long)]
     node_id: Option<u8>,
+    /// The hub's HTTP address for UDP node sessions (default: the UDP host on
+    /// SERVICE_SENTINEL_PORT, 8790). UDP uses sessions when this or a token is given.
+    #[arg(long, value_name = "URL")]
+    hub: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -280,7 +283,7 @@ enum CliError {
     #[error(transparent)]
     Hub(#[from] hub::HubError),
     #[error(transparent)]
-    Allow(#[from] hub::auth::BadAllowEntry),
+    Allow(#[from] hub::auth::AllowListRemoved),
     #[error(transparent)]
     Emulator(#[from] emulator::EmulatorError),
     #[error(transparent)]
@@ -382,7 +385,7 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             Box::new(feed)
         }
     };
-    let allow = parse_allow_list(&args.csi_allow)?;
+    refuse_allow_list(&args.csi_allow)?;
     // Read from the environment only: a token on the command line is visible to every user.
     let token = std::env::var(hub::TOKEN_ENV).ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -415,7 +418,6 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             port: args.hub_port,
             csi_port: args.csi_port,
             token: TokenRule::new(token.as_deref()),
-            allow,
             ..HubConfig::default()
         };
         // One away switch for the hub's control route, the live view, the schedule and the
@@ -605,6 +607,7 @@ fn node_emulator(args: &NodeEmulatorArgs) -> Result<(), CliError> {
         speed: Some(args.speed),
         token: args.token.clone(),
         node_id: args.node_id,
+        hub: args.hub.clone(),
     };
     let stop = std::sync::atomic::AtomicBool::new(false);
     let stats = emulator::run(&options, &stop)?;
