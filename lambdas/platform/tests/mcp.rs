@@ -395,7 +395,7 @@ async fn an_unknown_tool_is_a_json_rpc_invalid_params_error_in_both_eras() {
         ],
     )
     .await;
-    assert_eq!(rpc_error(&stateless).1, -32602);
+    assert_eq!(rpc_error(&stateless), (200, -32602));
 
     // A known tool with bad arguments stays a result the model can correct.
     let bad = rpc(
