@@ -3,6 +3,7 @@
 
 pub mod alerts;
 pub mod engine;
+pub mod eval;
 pub mod hub;
 pub mod sensing;
 pub mod store;
