@@ -1,7 +1,7 @@
-# The platform's one table, exactly as lambdas/platform/src/table.rs defines it (names checked by
-# infra/test/consistency.test.mjs against the Rust constants): string keys pk/sk, the overloaded
-# index gsi1 (gsi1pk/gsi1sk, all attributes projected) and TTL on expires_at (epoch seconds;
-# rate counters and runs expire through it).
+# The platform's one table, exactly as lambdas/platform-store/src/table.rs defines it (names
+# checked by infra/test/consistency.test.mjs against the Rust constants): string keys pk/sk, the
+# overloaded index gsi1 (gsi1pk/gsi1sk, all attributes projected) and TTL on expires_at (epoch
+# seconds; rate counters and runs expire through it).
 resource "aws_dynamodb_table" "platform" {
   name                        = local.table_name
   billing_mode                = "PAY_PER_REQUEST"

@@ -1,6 +1,6 @@
 # One role per function, each allowed only what its code does.
 #
-# DynamoDB: the store (lambdas/platform/src/store.rs) calls get_item, put_item, update_item,
+# DynamoDB: the store (lambdas/platform-store/src/) calls get_item, put_item, update_item,
 # query and transact_write_items. A transaction is authorised per item action (ours hold Put and
 # Update), so the actions are GetItem, PutItem, UpdateItem and Query: on the table, and Query
 # alone on the index. No Scan, no DeleteItem, no BatchWriteItem; create_table,

@@ -4,8 +4,10 @@
 import { test, beforeEach } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
-import { BASE_URL, get, mcp, assertProblem } from "./helpers.mjs";
+import { BASE_URL, get, mcp, assertProblem, assertAcpError, assertUcpError, assertUcpOutcome } from "./helpers.mjs";
+import { seen } from "./clients/protocols.mjs";
 
 const FAKE = process.env.STRIPE_FAKE_URL;
 assert.ok(FAKE, "STRIPE_FAKE_URL must point at the Stripe fake (the test command starts it)");
@@ -83,8 +85,7 @@ test("availability follows the product's metadata", async () => {
     node = (await (await get("/agent/commerce/products")).json()).offers.find((o) => o.id === "sensor_node");
     assert.equal(node.available, false);
     const res = await post(UCP, { line_items: [{ item: { id: "sensor_node" }, quantity: 1 }] });
-    const p = await assertProblem(res, 409);
-    assert.equal(p.code, "out_of_stock");
+    await assertUcpOutcome(res, "out_of_stock", "recoverable");
   } finally {
     await control("products/prod_node", { metadata: { availability: "in_stock" } });
   }
@@ -129,7 +130,7 @@ test("UCP: create → continue_url → complete returns the same session; paying
   assert.equal(done.order.permalink_url, `${BASE_URL}${UCP}/${created.id}`);
   assert.equal(done.continue_url, undefined);
   const cancel = await post(`${UCP}/${created.id}/cancel`, {});
-  assert.equal((await assertProblem(cancel, 409)).code, "checkout_not_cancelable");
+  await assertUcpOutcome(cancel, "checkout_not_cancelable", "unrecoverable");
 });
 
 test("UCP: hardware collects shipping; cancel → canceled; update cannot change items", async () => {
@@ -151,7 +152,8 @@ test("UCP: hardware collects shipping; cancel → canceled; update cannot change
     method: "PUT", headers: { "content-type": "application/json" },
     body: JSON.stringify({ line_items: [{ item: { id: "sensor_node" }, quantity: 3 }] }),
   });
-  assert.equal((await assertProblem(changed, 409)).code, "line_items_fixed");
+  const fixed = await assertUcpOutcome(changed, "line_items_fixed", "recoverable");
+  assert.equal(fixed.path, "$.line_items");
 
   const cancel = await post(`${UCP}/${c.id}/cancel`, {});
   assert.equal(cancel.status, 200);
@@ -159,7 +161,7 @@ test("UCP: hardware collects shipping; cancel → canceled; update cannot change
   assert.equal(canceled.status, "canceled");
   assert.equal(canceled.continue_url, undefined);
   assert.equal((await (await get(`${UCP}/${c.id}`)).json()).status, "canceled");
-  assert.equal((await assertProblem(await post(`${UCP}/${c.id}/complete`, {}), 409)).code, "checkout_canceled");
+  await assertUcpOutcome(await post(`${UCP}/${c.id}/complete`, {}), "checkout_canceled", "unrecoverable");
 });
 
 for (const version of ACP_VERSIONS) {
@@ -186,7 +188,8 @@ for (const version of ACP_VERSIONS) {
       assert.equal(s.status, "not_ready_for_payment");
       assert.equal(s.continue_url, undefined);
       assert.ok(s.messages.some((m) => m.type === "info" && m.content.includes(link)), "link in an info message");
-      assert.equal(s.payment_provider.provider, "stripe");
+      // Payment happens only on the hosted page: no payment provider is offered to the agent.
+      assert.equal(s.payment_provider, undefined);
     }
     const forwarded = (await sessionPosts()).at(-1);
     assert.equal(forwarded.idempotency_key, headers["idempotency-key"], "Idempotency-Key forwarded to Stripe");
@@ -202,7 +205,8 @@ for (const version of ACP_VERSIONS) {
     assert.equal(done.status, "completed");
     assert.equal(done.order.checkout_session_id, s.id);
     const cancel = await post(`${ACP}/${s.id}/cancel`, {}, acpHeaders(version));
-    assert.equal((await assertProblem(cancel, 405)).code, "checkout_not_cancelable");
+    await assertAcpError(cancel, 405, "checkout_not_cancelable");
+    assert.equal(cancel.headers.get("allow"), "GET");
   });
 }
 
@@ -220,18 +224,17 @@ test("ACP: idempotent replay, key conflicts, required headers", async () => {
   assert.equal((await sessionPosts()).length, posts + 1, "one Stripe session");
 
   const conflict = await post(ACP, { ...body, line_items: [{ id: "pro_monthly" }] }, headers);
-  assert.equal((await assertProblem(conflict, 422)).code, "idempotency_conflict");
+  await assertAcpError(conflict, 422, "idempotency_conflict");
 
   const { "idempotency-key": _k, ...noKey } = acpHeaders("2026-04-17");
-  assert.equal((await assertProblem(await post(ACP, body, noKey), 400)).code, "idempotency_key_required");
+  await assertAcpError(await post(ACP, body, noKey), 400, "idempotency_key_required");
   const noVersion = await post(ACP, body, { "idempotency-key": randomUUID() });
-  const p = await assertProblem(noVersion, 400);
-  assert.equal(p.code, "missing_api_version");
+  const p = await assertAcpError(noVersion, 400, "missing_api_version");
   assert.deepEqual(p.supported_versions, [...ACP_VERSIONS].reverse());
   const old = await post(ACP, body, acpHeaders("2024-06-01"));
-  assert.equal((await assertProblem(old, 400)).code, "unsupported_api_version");
+  assert.deepEqual((await assertAcpError(old, 400, "unsupported_api_version")).supported_versions, [...ACP_VERSIONS].reverse());
   const long = await post(ACP, body, acpHeaders("2026-04-17", { "idempotency-key": "k".repeat(256) }));
-  assert.equal((await assertProblem(long, 400)).code, "invalid");
+  await assertAcpError(long, 400, "invalid");
 
   // A UCP client may send a key too; a different body with it is a 409.
   const key = randomUUID();
@@ -241,74 +244,75 @@ test("ACP: idempotent replay, key conflicts, required headers", async () => {
   assert.equal(u2.headers.get("idempotent-replayed"), "true");
   assert.deepEqual(await u2.json(), await u1.json());
   const u3 = await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { "idempotency-key": key });
-  assert.equal((await assertProblem(u3, 409)).code, "idempotency_conflict");
+  await assertUcpError(u3, 409, "idempotency_conflict");
 });
 
 test("bad requests: unknown or out-of-stock offer, malformed bodies, unknown sessions", async () => {
   const posts = (await sessionPosts()).length;
-  let p = await assertProblem(await post(UCP, { line_items: [{ item: { id: "no_such_offer" } }] }), 422);
-  assert.equal(p.code, "unknown_offer");
-  assert.match(p.detail, /\/agent\/commerce\/products/);
-  p = await assertProblem(await post(ACP, { items: [{ id: "sensor_hub" }] }, acpHeaders("2026-01-30")), 409);
-  assert.equal(p.code, "out_of_stock");
-  p = await assertProblem(await post(UCP, "{not json"), 400);
-  assert.equal(p.code, "invalid_body");
-  p = await assertProblem(await post(UCP, "[1,2]"), 400);
-  assert.equal(p.code, "invalid_body");
-  p = await assertProblem(await post(UCP, {}), 400);
-  assert.equal(p.code, "missing");
-  p = await assertProblem(await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }, { item: { id: "sensor_node" } }] }), 400);
-  assert.equal(p.code, "invalid");
-  p = await assertProblem(await post(UCP, { line_items: [{ item: { id: "pro_monthly" }, quantity: 2 }] }), 400);
-  assert.equal(p.param, "line_items[0].quantity");
-  p = await assertProblem(await post(ACP, { items: [{ id: "sensor_node", quantity: "lots" }] }, acpHeaders("2025-09-29")), 400);
-  assert.equal(p.code, "invalid");
+  let m = await assertUcpOutcome(await post(UCP, { line_items: [{ item: { id: "no_such_offer" } }] }), "unknown_offer", "recoverable");
+  assert.match(m.content, /\/agent\/commerce\/products/);
+  assert.equal(m.path, "$.line_items[0].id");
+  let e = await assertAcpError(await post(ACP, { items: [{ id: "sensor_hub" }] }, acpHeaders("2026-01-30")), 409, "out_of_stock");
+  assert.equal(e.type, "invalid_request");
+  await assertUcpError(await post(UCP, "{not json"), 400, "invalid_body");
+  await assertUcpError(await post(UCP, "[1,2]"), 400, "invalid_body");
+  await assertUcpOutcome(await post(UCP, {}), "missing", "recoverable");
+  await assertUcpOutcome(await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }, { item: { id: "sensor_node" } }] }), "invalid");
+  m = await assertUcpOutcome(await post(UCP, { line_items: [{ item: { id: "pro_monthly" }, quantity: 2 }] }), "invalid");
+  assert.equal(m.path, "$.line_items[0].quantity");
+  e = await assertAcpError(await post(ACP, { items: [{ id: "sensor_node", quantity: "lots" }] }, acpHeaders("2025-09-29")), 400, "invalid");
+  assert.equal(e.param, "$.line_items[0].quantity");
   assert.equal((await sessionPosts()).length, posts, "nothing reached Stripe Checkout");
 
-  assert.equal((await assertProblem(await get(`${UCP}/cs_test_doesnotexist`), 404)).code, "not_found");
-  assert.equal((await assertProblem(await get(`${UCP}/pi_123`), 404)).code, "not_found");
-  await assertProblem(await get(`${ACP}/cs_test_doesnotexist`, { "api-version": "2026-04-17" }), 404);
+  // An unknown UCP checkout is UCP's error response: the ucp object and a not_found message.
+  await assertUcpOutcome(await get(`${UCP}/cs_test_doesnotexist`), "not_found", "unrecoverable");
+  await assertUcpOutcome(await get(`${UCP}/pi_123`), "not_found", "unrecoverable");
+  await assertAcpError(await get(`${ACP}/cs_test_doesnotexist`, { "api-version": "2026-04-17" }), 404, "not_found");
   const wrong = await fetch(`${BASE_URL}${UCP}`, { method: "GET" });
-  assert.equal((await assertProblem(wrong, 405)).code, "method_not_allowed");
+  await assertUcpError(wrong, 405, "method_not_allowed");
+  assert.equal(wrong.headers.get("allow"), "POST");
 });
 
 test("payment credentials sent to the API are refused with the one payment path", async () => {
   const posts = (await sessionPosts()).length;
   const item = { line_items: [{ item: { id: "pro_monthly" } }] };
-  const cases = [
-    post(UCP, { ...item, payment: { instruments: [{ id: "instr_1", handler_id: "google_pay", credential: { token: "tok_visa" } }] } }),
-    post(ACP, { items: [{ id: "pro_monthly" }], payment_data: { token: "spt_123", provider: "stripe" } }, acpHeaders("2025-09-29")),
-    post(UCP, item, { "x-payment": "eyJ4NDAyVmVyc2lvbiI6MX0=" }),
-    post(UCP, item, { "payment-signature": "eyJ4NDAyVmVyc2lvbiI6Mn0=" }),
-    post(UCP, { ...item, ap2: { intent_mandate: { natural_language_description: "a plan" } } }),
+  const ucpCases = [
+    [post(UCP, { ...item, payment: { instruments: [{ id: "instr_1", handler_id: "google_pay", credential: { token: "tok_visa" } }] } }), "$.payment"],
+    [post(UCP, item, { "x-payment": "eyJ4NDAyVmVyc2lvbiI6MX0=" }), undefined],
+    [post(UCP, item, { "payment-signature": "eyJ4NDAyVmVyc2lvbiI6Mn0=" }), undefined],
+    [post(UCP, { ...item, ap2: { intent_mandate: { natural_language_description: "a plan" } } }), "$.ap2"],
   ];
-  for (const res of await Promise.all(cases)) {
-    const p = await assertProblem(res, 400);
-    assert.equal(p.code, "payment_not_accepted");
-    assert.match(p.detail, /hosted checkout page/);
-    assert.match(p.detail, /continue_url/);
+  for (const [res, path] of ucpCases) {
+    const m = await assertUcpOutcome(await res, "payment_not_accepted", "recoverable");
+    assert.equal(m.path, path);
+    assert.match(m.content, /hosted checkout page/);
+    assert.match(m.content, /continue_url/);
   }
+  const acp = await post(ACP, { items: [{ id: "pro_monthly" }], payment_data: { token: "spt_123", provider: "stripe" } }, acpHeaders("2025-09-29"));
+  const e = await assertAcpError(acp, 400, "payment_not_accepted");
+  assert.equal(e.param, "$.payment_data");
+  assert.match(e.message, /hosted checkout page/);
   const created = await (await post(UCP, item)).json();
   const complete = await post(`${ACP}/${created.id}/complete`,
     { payment_data: { handler_id: "card", instrument: { type: "card", credential: { token: "vt_1" } } } }, acpHeaders("2026-04-17"));
-  assert.equal((await assertProblem(complete, 400)).code, "payment_not_accepted");
+  await assertAcpError(complete, 400, "payment_not_accepted");
   assert.equal((await sessionPosts()).length, posts + 1, "only the clean checkout reached Stripe");
 });
 
 test("Stripe failing → 503 with Retry-After, and a retry after recovery runs again", async () => {
   const created = await (await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] })).json();
   await control("fail", { mode: "500" });
-  for (const res of [
-    await get("/agent/commerce/products"),
-    await get(`${UCP}/${created.id}`),
-  ]) {
-    const p = await assertProblem(res, 503);
-    assert.equal(res.headers.get("retry-after"), "10");
-    assert.equal(p.code, "service_unavailable");
-  }
+  const products = await get("/agent/commerce/products");
+  assert.equal((await assertProblem(products, 503)).code, "service_unavailable");
+  assert.equal(products.headers.get("retry-after"), "10");
+  const read = await get(`${UCP}/${created.id}`);
+  await assertUcpError(read, 503, "service_unavailable");
+  assert.equal(read.headers.get("retry-after"), "10");
   const headers = acpHeaders("2026-04-17");
   const body = { line_items: [{ id: "pro_monthly" }] };
-  await assertProblem(await post(ACP, body, headers), 503);
+  const down = await post(ACP, body, headers);
+  assert.equal((await assertAcpError(down, 503, "service_unavailable")).type, "service_unavailable");
+  assert.equal(down.headers.get("retry-after"), "10");
   await control("fail", { mode: "none" });
   const retry = await post(ACP, body, headers);
   assert.equal(retry.status, 201, "a 5xx is never replayed");
@@ -364,6 +368,128 @@ test("commerce responses match the OpenAPI document", async () => {
   const acp = await post(ACP, { items: [{ id: "sensor_node" }] }, acpHeaders("2025-09-29"));
   check("Checkout", await acp.json());
   const bad = await post(UCP, { line_items: [{ item: { id: "nope" } }] });
-  assert.ok(doc.paths[UCP].post.responses[String(bad.status)]);
-  check("Problem", await bad.json());
+  assert.equal(bad.status, 200);
+  check("UcpErrorResponse", await bad.json());
+  const acpBad = await post(ACP, { items: [{ id: "nope" }] }, acpHeaders("2026-04-17"));
+  assert.ok(doc.paths[ACP].post.responses[String(acpBad.status)]);
+  check("AcpError", await acpBad.json());
+  const ucpBad = await post(UCP, "{");
+  assert.ok(doc.paths[UCP].post.responses[String(ucpBad.status)]);
+  check("UcpError", await ucpBad.json());
+});
+
+// Every failure path of ACP and UCP, one test per row of the edge README's failure table (the
+// last test keeps the table and these cases equal). Rows whose trigger needs the Stripe fake's
+// failure hooks, the limiter or a scripted store are tested elsewhere and named in the table.
+const sessions = {};
+async function openSession() {
+  sessions.open ??= (await (await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] })).json()).id;
+  return sessions.open;
+}
+async function canceledSession() {
+  if (!sessions.canceled) {
+    const id = (await (await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] })).json()).id;
+    assert.equal((await post(`${UCP}/${id}/cancel`, {})).status, 200);
+    sessions.canceled = id;
+  }
+  return sessions.canceled;
+}
+const acpNew = (extra) => acpHeaders("2026-04-17", extra);
+const BIG = JSON.stringify({ line_items: [{ item: { id: "pro_monthly" } }], pad: "x".repeat(300 * 1024) });
+const FAILURES = [
+  // [protocol, failure, status, code, UCP severity, request]
+  ["ACP", "API-Version missing", 400, "missing_api_version", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }] }, { "idempotency-key": randomUUID() })],
+  ["ACP", "API-Version unknown", 400, "unsupported_api_version", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }] }, acpHeaders("2099-01-01"))],
+  ["ACP", "Idempotency-Key missing on a POST", 400, "idempotency_key_required", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }] }, { "api-version": "2026-04-17" })],
+  ["ACP", "Idempotency-Key malformed", 400, "invalid", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }] }, acpNew({ "idempotency-key": "k".repeat(256) }))],
+  ["ACP", "body not JSON", 400, "invalid_body", null, () => post(ACP, "{oops", acpNew())],
+  ["ACP", "body not an object", 400, "invalid_body", null, () => post(ACP, "[1]", acpNew())],
+  ["ACP", "no line item", 400, "missing", null, () => post(ACP, {}, acpNew())],
+  ["ACP", "more than one line item", 400, "invalid", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }, { id: "sensor_node" }] }, acpNew())],
+  ["ACP", "quantity out of range", 400, "invalid", null, () => post(ACP, { line_items: [{ id: "sensor_node", quantity: 0 }] }, acpNew())],
+  ["ACP", "currency malformed", 400, "invalid", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }], currency: "dollars" }, acpNew())],
+  ["ACP", "buyer email malformed", 400, "invalid", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }], buyer: { email: "nope" } }, acpNew())],
+  ["ACP", "unknown offer", 422, "unknown_offer", null, () => post(ACP, { line_items: [{ id: "no_such_offer" }] }, acpNew())],
+  ["ACP", "offer out of stock", 409, "out_of_stock", null, () => post(ACP, { line_items: [{ id: "sensor_hub" }] }, acpNew())],
+  ["ACP", "payment data in the body", 400, "payment_not_accepted", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }], payment_data: { token: "spt_1" } }, acpNew())],
+  ["ACP", "payment header (x402)", 400, "payment_not_accepted", null, () => post(ACP, { line_items: [{ id: "pro_monthly" }] }, acpNew({ "x-payment": "eyJ4In0=" }))],
+  ["ACP", "Idempotency-Key reused with another body", 422, "idempotency_conflict", null, async () => {
+    const h = acpNew();
+    assert.equal((await post(ACP, { line_items: [{ id: "pro_monthly" }] }, h)).status, 201);
+    return post(ACP, { line_items: [{ id: "pro_yearly" }] }, h);
+  }],
+  ["ACP", "unknown checkout session", 404, "not_found", null, () => get(`${ACP}/cs_test_doesnotexist`, { "api-version": "2026-04-17" })],
+  ["ACP", "unknown endpoint", 404, "not_found", null, async () => post(`${ACP}/${await openSession()}/pay`, {}, acpNew())],
+  ["ACP", "method not allowed", 405, "method_not_allowed", null, () => fetch(`${BASE_URL}${ACP}`, { method: "DELETE", headers: { "api-version": "2026-04-17" } })],
+  ["ACP", "update changes the items", 409, "line_items_fixed", null, async () => post(`${ACP}/${await openSession()}`, { line_items: [{ id: "pro_yearly" }] }, acpNew())],
+  ["ACP", "complete a canceled session", 409, "checkout_canceled", null, async () => post(`${ACP}/${await canceledSession()}/complete`, {}, acpNew())],
+  ["ACP", "cancel a final session", 405, "checkout_not_cancelable", null, async () => post(`${ACP}/${await canceledSession()}/cancel`, {}, acpNew())],
+  ["ACP", "body over 256 KiB", 413, "request_too_large", null, () => post(ACP, BIG, acpNew())],
+  ["UCP", "body not JSON", 400, "invalid_body", null, () => post(UCP, "{oops")],
+  ["UCP", "body not an object", 400, "invalid_body", null, () => post(UCP, "[1]")],
+  ["UCP", "Idempotency-Key malformed", 400, "invalid", null, () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { "idempotency-key": "k".repeat(256) })],
+  ["UCP", "Idempotency-Key reused with another body", 409, "idempotency_conflict", null, async () => {
+    const h = { "idempotency-key": randomUUID() };
+    assert.equal((await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, h)).status, 201);
+    return post(UCP, { line_items: [{ item: { id: "pro_yearly" } }] }, h);
+  }],
+  ["UCP", "no line item", 200, "missing", "recoverable", () => post(UCP, {})],
+  ["UCP", "more than one line item", 200, "invalid", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }, { item: { id: "sensor_node" } }] })],
+  ["UCP", "quantity out of range", 200, "invalid", "recoverable", () => post(UCP, { line_items: [{ item: { id: "sensor_node" }, quantity: 0 }] })],
+  ["UCP", "currency malformed", 200, "invalid", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }], currency: "dollars" })],
+  ["UCP", "buyer email malformed", 200, "invalid", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }], buyer: { email: "nope" } })],
+  ["UCP", "unknown offer", 200, "unknown_offer", "recoverable", () => post(UCP, { line_items: [{ item: { id: "no_such_offer" } }] })],
+  ["UCP", "offer out of stock", 200, "out_of_stock", "recoverable", () => post(UCP, { line_items: [{ item: { id: "sensor_hub" } }] })],
+  ["UCP", "payment data in the body", 200, "payment_not_accepted", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }], payment: { instruments: [{ id: "i" }] } })],
+  ["UCP", "payment header (x402)", 200, "payment_not_accepted", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { "payment-signature": "eyJ4In0=" })],
+  ["UCP", "unknown checkout session", 200, "not_found", "unrecoverable", () => get(`${UCP}/cs_test_doesnotexist`)],
+  ["UCP", "unknown endpoint", 404, "not_found", null, async () => post(`${UCP}/${await openSession()}/pay`, {})],
+  ["UCP", "method not allowed", 405, "method_not_allowed", null, () => fetch(`${BASE_URL}${UCP}`, { method: "DELETE" })],
+  ["UCP", "update changes the items", 200, "line_items_fixed", "recoverable", async () => fetch(`${BASE_URL}${UCP}/${await openSession()}`, {
+    method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ line_items: [{ item: { id: "pro_yearly" } }] }),
+  })],
+  ["UCP", "complete a canceled session", 200, "checkout_canceled", "unrecoverable", async () => post(`${UCP}/${await canceledSession()}/complete`, {})],
+  ["UCP", "cancel a final session", 200, "checkout_not_cancelable", "unrecoverable", async () => post(`${UCP}/${await canceledSession()}/cancel`, {})],
+  ["UCP", "body over 256 KiB", 413, "request_too_large", null, () => post(UCP, BIG)],
+  ["UCP", "UCP-Agent profile not on a public https host", 400, "invalid_profile_url", null, () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { "ucp-agent": 'profile="https://127.0.0.1/profile.json"' })],
+];
+
+let openapi;
+for (const [proto, failure, status, code, severity, send] of FAILURES) {
+  test(`failure table: ${proto} ${failure} → ${status} ${code}`, async () => {
+    openapi ??= await (await get("/openapi.json")).json();
+    const documented = openapi.paths[proto === "ACP" ? ACP : UCP].post.responses;
+    assert.ok(documented[String(status)], `OpenAPI documents ${status} for ${proto}`);
+    const res = await send();
+    if (proto === "ACP") await assertAcpError(res, status, code);
+    else if (status === 200) await assertUcpOutcome(res, code, severity);
+    else await assertUcpError(res, status, code);
+  });
+}
+
+test("the README's failure table and these tests agree, row for row", () => {
+  const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+  const section = readme.slice(readme.indexOf("#### Failure table"));
+  const table = section.slice(0, section.indexOf("\n#", 1));
+  const rows = table.split("\n").filter((l) => /^\| (ACP|UCP|MCP) \|/.test(l))
+    .map((l) => l.split(" | ").map((c) => c.replace(/^\| ?|`| ?\|$/g, "").trim()));
+  assert.ok(rows.length > FAILURES.length, "the table has rows");
+  const here = rows.filter((r) => r[5] === "failure table loop");
+  assert.deepEqual(
+    here.map(([p, f, st, c]) => `${p} ${f} → ${st} ${c}`).sort(),
+    FAILURES.map(([p, f, st, c]) => `${p} ${f} → ${st} ${c}`).sort(),
+  );
+  for (const [p, f, , , , where] of rows.filter((r) => r[5] !== "failure table loop")) {
+    const m = where.match(/^(\S+): (.+)$/);
+    assert.ok(m, `${p} ${f}: test column "${where}"`);
+    const text = readFileSync(new URL(`../${m[1]}`, import.meta.url), "utf8");
+    assert.ok(text.includes(m[2]), `${p} ${f}: ${m[1]} has no "${m[2]}"`);
+  }
+});
+
+test("the schema client validated this file's ACP and UCP traffic", () => {
+  // helpers.mjs routes every fetch through clients/protocols.mjs; if that hook stopped, the
+  // tests above would pass without a single schema check.
+  assert.ok(seen.acp >= 40, `ACP responses validated: ${seen.acp}`);
+  assert.ok(seen.ucp >= 40, `UCP responses validated: ${seen.ucp}`);
 });

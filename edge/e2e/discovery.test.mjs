@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import Ajv2020 from "ajv/dist/2020.js";
 import { BASE_URL, get, mcp } from "./helpers.mjs";
+import { seen } from "./clients/protocols.mjs";
 
 const DOCS = {
   "/agent/site.json": "application/json",
@@ -21,6 +22,7 @@ const DOCS = {
   "/.well-known/agent-skills/index.json": "application/json",
   "/.well-known/ucp": "application/json",
   "/.well-known/acp.json": "application/json",
+  "/.well-known/agent-card.json": "application/json",
   "/agent/skills/buy-products/SKILL.md": "text/markdown; charset=utf-8",
   "/.well-known/http-message-signatures-directory": "application/http-message-signatures-directory+json",
 };
@@ -52,6 +54,25 @@ test("site.json links every discovery document", async () => {
     assert.ok(links.includes(`${BASE_URL}${path}`), `site.json lacks ${path}`);
   }
   assert.deepEqual(body.tools, ["site_info", "search_pages", "read_page", "list_products", "create_checkout", "get_checkout"]);
+});
+
+test("A2A agent card: valid A2A 1.0, honest skills, linked from the other documents", async () => {
+  // The body is validated against the A2A 1.0 AgentCard schema by clients/protocols.mjs.
+  const before = seen.a2a;
+  const card = await (await get("/.well-known/agent-card.json")).json();
+  assert.equal(seen.a2a, before + 1, "the card went through the A2A schema");
+  assert.deepEqual(card.supportedInterfaces.map((i) => i.url), [`${BASE_URL}/mcp`]);
+  assert.deepEqual(card.skills.map((s) => s.id), ["search", "read", "offers", "checkout"]);
+  assert.equal(card.capabilities.streaming, false);
+  assert.match(card.description, /no A2A task endpoint/);
+  const checkout = card.skills.find((s) => s.id === "checkout");
+  assert.match(checkout.description, /continue_url/);
+  const url = `${BASE_URL}/.well-known/agent-card.json`;
+  const site = await (await get("/agent/site.json")).json();
+  assert.equal(site.links.a2a_agent_card, url);
+  assert.ok((await (await get("/llms.txt")).text()).includes(url), "llms.txt links the card");
+  const catalog = await (await get("/.well-known/api-catalog")).json();
+  assert.ok(catalog.linkset.some((l) => (l["service-meta"] ?? []).some((m) => m.href === url)), "api-catalog links the card");
 });
 
 test("api-catalog is an RFC 9727 linkset", async () => {

@@ -2,9 +2,27 @@
 // BASE_URL is a failure, never a skip.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { checkResponse, protocolOf } from "./clients/protocols.mjs";
 
 export const BASE_URL = process.env.BASE_URL;
 assert.ok(BASE_URL, "BASE_URL must point at `wrangler dev` (the test command starts it)");
+
+// Every response of the ACP, UCP and MCP routes that any e2e suite receives is checked against
+// the protocol's published schema (clients/protocols.mjs) before the test sees it: a body that
+// strays from its spec fails the test that asked for it, with the schema errors.
+const plainFetch = globalThis.fetch;
+globalThis.fetch = async (input, init = {}) => {
+  const res = await plainFetch(input, init);
+  const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
+  if (url.origin === new URL(BASE_URL).origin && protocolOf(url.pathname)) {
+    const text = await res.clone().text();
+    checkResponse(
+      { method: (init.method ?? "GET").toUpperCase(), path: url.pathname, headers: init.headers, body: init.body },
+      { status: res.status, headers: res.headers, text },
+    );
+  }
+  return res;
+};
 
 // Requests from loopback skip the limiter in wrangler dev (RATE_LIMIT_EXEMPT in edge/.dev.vars),
 // so most tests can send several requests a second. A test that exercises the limiter sends a
@@ -40,4 +58,40 @@ export async function assertProblem(res, status) {
   assert.equal(body.request_id, res.headers.get("x-request-id"));
   assert.equal(typeof body.instance, "string");
   return body;
+}
+
+// The protocols' own error shapes (the schemas are checked on every response already; these
+// pin the status and code a test expects).
+
+/** ACP's flat Error object: `{type, code, message, param?}`. */
+export async function assertAcpError(res, status, code) {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get("content-type"), "application/json");
+  const body = await res.json();
+  assert.ok(["invalid_request", "processing_error", "service_unavailable"].includes(body.type), body.type);
+  assert.equal(body.code, code);
+  assert.equal(typeof body.message, "string");
+  return body;
+}
+
+/** A UCP protocol error: the HTTP status with `{code, content}`. */
+export async function assertUcpError(res, status, code) {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get("content-type"), "application/json");
+  const body = await res.json();
+  assert.equal(body.code, code);
+  assert.equal(typeof body.content, "string");
+  return body;
+}
+
+/** A UCP business outcome without a checkout: HTTP 200, `ucp.status: "error"`, one message. */
+export async function assertUcpOutcome(res, code, severity) {
+  assert.equal(res.status, 200);
+  const body = await res.json();
+  assert.equal(body.ucp.status, "error");
+  const [m] = body.messages;
+  assert.equal(m.type, "error");
+  assert.equal(m.code, code);
+  if (severity) assert.equal(m.severity, severity);
+  return m;
 }

@@ -1,7 +1,8 @@
 // The MCP server at /mcp over real HTTP: both protocol eras, tools, and the HTTP rules.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { BASE_URL, mcp, assertProblem } from "./helpers.mjs";
+import { BASE_URL, mcp } from "./helpers.mjs";
+import { seen } from "./clients/protocols.mjs";
 
 const MODERN = "2026-07-28";
 const meta = { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} };
@@ -80,6 +81,16 @@ test("modern-era header rules and version errors", async () => {
   const missingMethod = await modern("nope/nope");
   assert.equal(missingMethod.status, 404);
   assert.equal((await missingMethod.json()).error.code, -32601);
+  // The stateless era removed the handshake and the per-connection utilities.
+  for (const removed of ["initialize", "ping", "logging/setLevel"]) {
+    const res = await modern(removed);
+    assert.equal(res.status, 404, removed);
+    assert.equal((await res.json()).error.code, -32601, removed);
+  }
+  // A tools/call whose Mcp-Name disagrees with params.name is a header mismatch.
+  const name = await modern("tools/call", { name: "site_info", arguments: {} }, { "mcp-name": "read_page" });
+  assert.equal(name.status, 400);
+  assert.equal((await name.json()).error.code, -32020);
 });
 
 test("tool input errors are tool results; protocol errors use JSON-RPC codes", async () => {
@@ -90,7 +101,9 @@ test("tool input errors are tool results; protocol errors use JSON-RPC codes", a
   assert.equal(unknownTool.error.code, -32602);
   const parse = await mcp("{oops");
   assert.equal(parse.status, 400);
-  assert.equal((await parse.json()).error.code, -32700);
+  const parsed = await parse.json();
+  assert.equal(parsed.error.code, -32700);
+  assert.equal("id" in parsed, false, "an unreadable id is left out, not null");
   const invalid = await mcp({ id: 1, method: "ping" });
   assert.equal((await invalid.json()).error.code, -32600);
   const method = await (await mcp({ jsonrpc: "2.0", id: 3, method: "nope" })).json();
@@ -100,12 +113,30 @@ test("tool input errors are tool results; protocol errors use JSON-RPC codes", a
 test("GET and DELETE on /mcp are 405; foreign Host or Origin is 403", async () => {
   for (const m of ["GET", "DELETE"]) {
     const res = await fetch(`${BASE_URL}/mcp`, { method: m });
-    await assertProblem(res, 405);
+    assert.equal(res.status, 405);
+    assert.equal((await res.json()).error.code, -32000);
     assert.match(res.headers.get("allow"), /POST/);
   }
   const evil = await mcp({ jsonrpc: "2.0", id: 1, method: "ping" }, { origin: "http://evil.example.com" });
-  await assertProblem(evil, 403);
+  assert.equal(evil.status, 403);
+  const refused = await evil.json();
+  assert.equal(refused.error.code, -32000);
+  assert.equal(refused.id, 1, "the refusal answers the request's id");
   const ok = await mcp({ jsonrpc: "2.0", id: 1, method: "ping" }, { origin: "http://localhost:3000" });
   assert.equal(ok.status, 200);
   assert.equal(ok.headers.get("access-control-allow-origin"), "http://localhost:3000");
+});
+
+test("an unknown MCP-Protocol-Version and a body over 256 KiB are JSON-RPC errors", async () => {
+  const old = await mcp({ jsonrpc: "2.0", id: 4, method: "tools/list" }, { "mcp-protocol-version": "1999-01-01" });
+  assert.equal(old.status, 400);
+  const ob = await old.json();
+  assert.deepEqual([ob.id, ob.error.code], [4, -32600]);
+  const big = await mcp({ jsonrpc: "2.0", id: 5, method: "ping", params: { pad: "x".repeat(300 * 1024) } });
+  assert.equal(big.status, 413);
+  assert.equal((await big.json()).error.code, -32000);
+});
+
+test("the schema client validated this file's MCP traffic", () => {
+  assert.ok(seen.mcp >= 20, `MCP responses validated: ${seen.mcp}`);
 });

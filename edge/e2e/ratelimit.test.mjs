@@ -3,7 +3,7 @@
 // proves it) so tests sharing the one wrangler instance never share a bucket.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { get, mcp, uniqueClientIp, assertProblem } from "./helpers.mjs";
+import { get, mcp, uniqueClientIp, assertProblem, assertAcpError, assertUcpError } from "./helpers.mjs";
 
 test("200, then 429 with Retry-After and RateLimit headers, then 200 after one second", async () => {
   const ip = uniqueClientIp();
@@ -33,11 +33,26 @@ test("clients are limited separately", async () => {
   assert.equal((await get("/llms.txt", { "cf-connecting-ip": b })).status, 200);
 });
 
-test("the limit covers every endpoint, MCP included", async () => {
+test("the limit covers every endpoint; a 429 on MCP, ACP or UCP is in that protocol's shape", async () => {
   const ip = uniqueClientIp();
   assert.equal((await get("/", { "cf-connecting-ip": ip })).status, 200);
-  const res = await mcp({ jsonrpc: "2.0", id: 1, method: "ping" }, { "cf-connecting-ip": ip });
-  await assertProblem(res, 429);
+  const res = await mcp({ jsonrpc: "2.0", id: 7, method: "ping" }, { "cf-connecting-ip": ip });
+  assert.equal(res.status, 429);
+  assert.equal(res.headers.get("retry-after"), "1");
+  const rpc = await res.json();
+  assert.deepEqual([rpc.id, rpc.error.code, rpc.error.data], [7, -32000, { retry_after: 1 }]);
+
+  const acp = await fetch(`${process.env.BASE_URL}/agent/commerce/acp/checkout_sessions`, {
+    method: "POST", headers: { "cf-connecting-ip": ip, "api-version": "2026-04-17", "idempotency-key": "k" }, body: "{}",
+  });
+  const e = await assertAcpError(acp, 429, "rate_limited");
+  assert.equal(e.type, "service_unavailable");
+  assert.equal(acp.headers.get("retry-after"), "1");
+  assert.equal(acp.headers.get("ratelimit-policy"), '"default";q=1;w=1');
+
+  const ucp = await get("/agent/commerce/ucp/checkout-sessions/cs_test_1", { "cf-connecting-ip": ip });
+  await assertUcpError(ucp, 429, "rate_limited");
+  assert.equal(ucp.headers.get("retry-after"), "1");
 });
 
 test("a CORS preflight does not use up the client's request", async () => {

@@ -1,6 +1,12 @@
 //! Deployment settings read from Worker vars and secrets, as plain data so every module can be
 //! tested with any configuration.
 
+use crate::catalog::MAX_CACHE_MS;
+use crate::request::{Request, host_name};
+use crate::stripe::Stripe;
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+
 /// The settings one request is handled with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
@@ -18,7 +24,7 @@ pub struct Config {
     pub signing_key: Option<[u8; 32]>,
     /// The Stripe account the shop sells through; `None` without `STRIPE_SECRET_KEY` (commerce
     /// endpoints then answer 503).
-    pub stripe: Option<crate::stripe::Stripe>,
+    pub stripe: Option<Stripe>,
     /// How long the offer catalogue may be served from the per-isolate cache (at most 60 s).
     pub catalog_ttl_ms: u64,
     /// ISO country codes a hardware checkout ships to.
@@ -47,9 +53,9 @@ impl Config {
                 .unwrap_or_default(),
             allowed_hosts: list(allowed_hosts),
             rate_limit_exempt: list(rate_limit_exempt),
-            signing_key: signing_key_b64.and_then(|k| crate::webbotauth::decode_signing_key(&k)),
+            signing_key: signing_key_b64.and_then(|k| decode_signing_key(&k)),
             stripe: None,
-            catalog_ttl_ms: crate::catalog::MAX_CACHE_MS,
+            catalog_ttl_ms: MAX_CACHE_MS,
             shipping_countries: vec!["US".to_string()],
         }
     }
@@ -66,9 +72,9 @@ impl Config {
     ) -> Self {
         self.stripe = secret_key
             .filter(|k| !k.trim().is_empty())
-            .map(|k| crate::stripe::Stripe::new(api_base.as_deref().unwrap_or(""), k.trim()));
+            .map(|k| Stripe::new(api_base.as_deref().unwrap_or(""), k.trim()));
         if let Some(s) = cache_s.and_then(|s| s.trim().parse::<u64>().ok()) {
-            self.catalog_ttl_ms = s.saturating_mul(1000).min(crate::catalog::MAX_CACHE_MS);
+            self.catalog_ttl_ms = s.saturating_mul(1000).min(MAX_CACHE_MS);
         }
         let countries: Vec<String> = shipping_countries
             .unwrap_or_default()
@@ -83,7 +89,7 @@ impl Config {
     }
 
     /// The origin for absolute links in responses to `req`.
-    pub fn base_url<'a>(&'a self, req: &'a crate::request::Request) -> &'a str {
+    pub fn base_url<'a>(&'a self, req: &'a Request) -> &'a str {
         if self.public_base_url.is_empty() {
             &req.origin
         } else {
@@ -106,16 +112,14 @@ impl Config {
     }
 }
 
-/// `host[:port]` → lower-case host, keeping IPv6 brackets (`[::1]:8787` → `[::1]`).
-pub fn host_name(authority: &str) -> String {
-    let a = authority.trim().to_ascii_lowercase();
-    if a.starts_with('[') {
-        return match a.find(']') {
-            Some(end) => a[..=end].to_string(),
-            None => String::new(),
-        };
-    }
-    a.split(':').next().unwrap_or("").to_string()
+/// Decodes the site's signing key secret: 32 raw bytes, base64 or base64url.
+pub fn decode_signing_key(b64: &str) -> Option<[u8; 32]> {
+    let t = b64.trim();
+    let bytes = URL_SAFE_NO_PAD
+        .decode(t.trim_end_matches('='))
+        .or_else(|_| STANDARD.decode(t))
+        .ok()?;
+    bytes.try_into().ok()
 }
 
 #[cfg(test)]

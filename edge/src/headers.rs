@@ -1,7 +1,7 @@
 //! Headers every response carries (server, request id, security, discovery `Link`s) and the
 //! caching and CORS policy of read-only documents.
 
-use crate::discovery::LINKS;
+use crate::meta::LINKS;
 use crate::reply::Reply;
 use crate::request::Request;
 use sha2::{Digest, Sha256};

@@ -3,17 +3,16 @@
 //! endpoint. The era is picked per request, so no state is kept between requests and any
 //! Worker instance can answer any message.
 
-use crate::config::{Config, host_name};
-use crate::problem::Problem;
+use crate::config::Config;
+use crate::meta::{
+    MCP_LEGACY_VERSION as LEGACY_VERSION, MCP_MODERN_VERSION as MODERN_VERSION, SERVER_NAME,
+    SERVICE_NAME, VERSION,
+};
 use crate::reply::Reply;
-use crate::request::Request;
-use crate::tools::{ToolBox, ToolOutcome};
+use crate::request::{Request, host_name};
+use crate::tool::{ToolBox, ToolOutcome};
 use serde_json::{Map, Value, json};
 
-/// The handshake-era revision we speak (and echo when a client asks for an older one we know).
-pub const LEGACY_VERSION: &str = "2025-11-25";
-/// The stateless revision.
-pub const MODERN_VERSION: &str = "2026-07-28";
 /// Handshake-era revisions a client may request; the first is preferred.
 pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 /// What `server/discover` and the unsupported-version error advertise, newest first.
@@ -30,6 +29,8 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
+/// JSON-RPC's implementation-defined server error, for refusals at the HTTP layer.
+pub const SERVER_ERROR: i64 = -32000;
 pub const HEADER_MISMATCH: i64 = -32020;
 pub const UNSUPPORTED_VERSION: i64 = -32022;
 
@@ -74,12 +75,31 @@ fn json_reply(status: u16, body: &Value) -> Reply {
     Reply::new(status, "application/json", bytes)
 }
 
+/// A JSON-RPC error response. An id we could not read is left out (the schema allows a
+/// string or an integer, not `null`).
 fn error_reply(id: &Value, e: RpcError) -> Reply {
     let mut error = json!({"code": e.code, "message": e.message});
     if let Some(data) = e.data {
         error["data"] = data;
     }
-    json_reply(e.http, &json!({"jsonrpc": "2.0", "id": id, "error": error}))
+    let mut body = json!({"jsonrpc": "2.0", "error": error});
+    if !id.is_null() {
+        body["id"] = id.clone();
+    }
+    json_reply(e.http, &body)
+}
+
+/// A refusal before the message is handled (rate limit, size limit, Host/Origin, method) as a
+/// JSON-RPC error with code -32000, carrying the request's id when its body has one and
+/// `data.retry_after` when the client should wait.
+pub fn refusal(body: &[u8], status: u16, message: &str, retry_after: Option<u64>) -> Reply {
+    let id = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|m| m.get("id").filter(|i| i.is_string() || i.is_i64()).cloned())
+        .unwrap_or(Value::Null);
+    let mut e = RpcError::new(status, SERVER_ERROR, message);
+    e.data = retry_after.map(|s| json!({"retry_after": s}));
+    error_reply(&id, e)
 }
 
 /// Checks `Host` and `Origin` against the allow list (DNS-rebinding protection). A missing
@@ -87,19 +107,14 @@ fn error_reply(id: &Value, e: RpcError) -> Reply {
 pub fn check_origin(req: &Request, cfg: &Config) -> Result<(), Reply> {
     let host = req.header("host").unwrap_or(&req.authority);
     if !cfg.host_allowed(host) {
-        return Err(
-            Problem::new(403, "Forbidden", format!("Host {host} is not served here.")).into_reply(),
-        );
+        let msg = format!("Forbidden: Host {host} is not served here.");
+        return Err(refusal(&req.body, 403, &msg, None));
     }
     if let Some(origin) = req.header("origin") {
         let origin_host = origin.split_once("://").map(|(_, rest)| rest).unwrap_or("");
         if host_name(origin_host).is_empty() || !cfg.host_allowed(origin_host) {
-            return Err(Problem::new(
-                403,
-                "Forbidden",
-                format!("Origin {origin} may not call this MCP server."),
-            )
-            .into_reply());
+            let msg = format!("Forbidden: Origin {origin} may not call this MCP server.");
+            return Err(refusal(&req.body, 403, &msg, None));
         }
     }
     Ok(())
@@ -108,79 +123,23 @@ pub fn check_origin(req: &Request, cfg: &Config) -> Result<(), Reply> {
 /// Handles one HTTP request to `/mcp`.
 pub async fn handle<T: ToolBox>(req: &Request, cfg: &Config, tools: &T) -> Reply {
     if req.method != "POST" {
-        return Problem::new(
-            405,
-            "Method Not Allowed",
-            "This MCP server answers POST only; it opens no SSE stream and keeps no session.",
-        )
-        .into_reply()
-        .with_header("allow", "POST, OPTIONS");
+        let msg = "Method not allowed: this MCP server answers POST only; it opens no SSE \
+                   stream and keeps no session.";
+        return refusal(&[], 405, msg, None).with_header("allow", "POST, OPTIONS");
     }
     if let Err(reply) = check_origin(req, cfg) {
         return reply;
     }
-    let msg: Value = match serde_json::from_slice(&req.body) {
-        Ok(v) => v,
-        Err(e) => {
-            return error_reply(
-                &Value::Null,
-                RpcError::new(400, PARSE_ERROR, format!("Parse error: {e}")),
-            );
-        }
+    let (id, method, params) = match read_message(&req.body) {
+        Ok(Some(call)) => call,
+        Ok(None) => return Reply::empty(202),
+        Err(reply) => return reply,
     };
-    let Some(obj) = msg.as_object() else {
-        return error_reply(
-            &Value::Null,
-            RpcError::new(
-                400,
-                INVALID_REQUEST,
-                "Expected one JSON-RPC object (no batches)",
-            ),
-        );
-    };
-    let id = obj.get("id").cloned();
-    let id_or_null = id.clone().unwrap_or(Value::Null);
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return error_reply(
-            &id_or_null,
-            RpcError::new(400, INVALID_REQUEST, "jsonrpc must be \"2.0\""),
-        );
-    }
-    let Some(method) = obj.get("method").and_then(Value::as_str) else {
-        if obj.contains_key("result") || obj.contains_key("error") {
-            // A response to a server request; we send none, so just acknowledge it.
-            return Reply::empty(202);
-        }
-        return error_reply(
-            &id_or_null,
-            RpcError::new(400, INVALID_REQUEST, "method is required"),
-        );
-    };
-    let params = match obj.get("params") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(p @ Value::Object(_)) => p.clone(),
-        Some(_) => {
-            return error_reply(
-                &id_or_null,
-                RpcError::new(400, INVALID_REQUEST, "params must be an object"),
-            );
-        }
-    };
-    let Some(id) = id else {
-        // Notifications (notifications/initialized, cancelled, ...) need no answer.
-        return Reply::empty(202);
-    };
-    if !(id.is_string() || id.is_i64() || id.is_u64()) {
-        return error_reply(
-            &Value::Null,
-            RpcError::new(400, INVALID_REQUEST, "id must be a string or an integer"),
-        );
-    }
-    let era = match pick_era(req, method, &params) {
+    let era = match pick_era(req, &method, &params) {
         Ok(era) => era,
         Err(e) => return error_reply(&id, e),
     };
-    match dispatch(era, method, &params, tools).await {
+    match dispatch(era, &method, &params, tools).await {
         Ok(mut result) => {
             if era == Era::Modern
                 && let Some(r) = result.as_object_mut()
@@ -193,16 +152,72 @@ pub async fn handle<T: ToolBox>(req: &Request, cfg: &Config, tools: &T) -> Reply
     }
 }
 
+/// Reads one JSON-RPC message: a request as `(id, method, params)`; `None` for a notification
+/// or a response (they get 202 and no body); the error answer for anything malformed.
+fn read_message(body: &[u8]) -> Result<Option<(Value, String, Value)>, Reply> {
+    let msg: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(error_reply(
+                &Value::Null,
+                RpcError::new(400, PARSE_ERROR, format!("Parse error: {e}")),
+            ));
+        }
+    };
+    let Some(obj) = msg.as_object() else {
+        return Err(error_reply(
+            &Value::Null,
+            RpcError::new(
+                400,
+                INVALID_REQUEST,
+                "Expected one JSON-RPC object (no batches)",
+            ),
+        ));
+    };
+    let id = obj.get("id").cloned();
+    let id_or_null = id.clone().unwrap_or(Value::Null);
+    let invalid =
+        |message: &str| error_reply(&id_or_null, RpcError::new(400, INVALID_REQUEST, message));
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid("jsonrpc must be \"2.0\""));
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        if obj.contains_key("result") || obj.contains_key("error") {
+            // A response to a server request; we send none, so just acknowledge it.
+            return Ok(None);
+        }
+        return Err(invalid("method is required"));
+    };
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(p @ Value::Object(_)) => p.clone(),
+        Some(_) => return Err(invalid("params must be an object")),
+    };
+    let Some(id) = id else {
+        // Notifications (notifications/initialized, cancelled, ...) need no answer.
+        return Ok(None);
+    };
+    if !(id.is_string() || id.is_i64() || id.is_u64()) {
+        return Err(error_reply(
+            &Value::Null,
+            RpcError::new(400, INVALID_REQUEST, "id must be a string or an integer"),
+        ));
+    }
+    Ok(Some((id, method.to_string(), params)))
+}
+
 /// Picks the era of one request and validates its version headers (see the module docs).
 fn pick_era(req: &Request, method: &str, params: &Value) -> Result<Era, RpcError> {
     let header = req.header("mcp-protocol-version").map(str::trim);
-    if method == "initialize" {
-        return Ok(Era::Legacy);
-    }
     let meta = params.get("_meta");
     let meta_version = meta
         .and_then(|m| m.get(META_VERSION))
         .and_then(Value::as_str);
+    // `initialize` starts the handshake era, unless the request speaks the stateless era (which
+    // removed it: it is then an unknown method there).
+    if method == "initialize" && meta_version.is_none() && header != Some(MODERN_VERSION) {
+        return Ok(Era::Legacy);
+    }
     if meta_version.is_none() && header != Some(MODERN_VERSION) {
         return match header {
             Some(v) if !LEGACY_VERSIONS.contains(&v) => Err(RpcError::new(
@@ -241,6 +256,13 @@ fn pick_era(req: &Request, method: &str, params: &Value) -> Result<Era, RpcError
             format!("params._meta[\"{META_CAPABILITIES}\"] is required"),
         ));
     }
+    check_modern_headers(req, method, params)?;
+    Ok(Era::Modern)
+}
+
+/// The stateless era's routing headers: `Mcp-Method` always, `Mcp-Name` for `tools/call`; each
+/// must repeat what the body says.
+fn check_modern_headers(req: &Request, method: &str, params: &Value) -> Result<(), RpcError> {
     match req.header("mcp-method") {
         Some(m) if m == method => {}
         Some(m) => {
@@ -278,14 +300,14 @@ fn pick_era(req: &Request, method: &str, params: &Value) -> Result<Era, RpcError
             }
         }
     }
-    Ok(Era::Modern)
+    Ok(())
 }
 
 fn server_info() -> Value {
     json!({
-        "name": crate::discovery::SERVER_NAME,
-        "title": crate::discovery::SERVICE_NAME,
-        "version": crate::discovery::VERSION,
+        "name": SERVER_NAME,
+        "title": SERVICE_NAME,
+        "version": VERSION,
     })
 }
 
@@ -299,7 +321,14 @@ async fn dispatch<T: ToolBox>(
     params: &Value,
     tools: &T,
 ) -> Result<Value, RpcError> {
+    // The stateless era removed the handshake and the per-connection utilities.
+    let removed = matches!(method, "initialize" | "ping" | "logging/setLevel");
     match method {
+        _ if era == Era::Modern && removed => Err(RpcError::new(
+            404,
+            METHOD_NOT_FOUND,
+            format!("Method not found: {method} (removed in {MODERN_VERSION})"),
+        )),
         "initialize" => {
             let requested = params.get("protocolVersion").and_then(Value::as_str);
             let version = requested
@@ -384,8 +413,9 @@ async fn call_tool<T: ToolBox>(params: &Value, tools: &T) -> Result<Value, RpcEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::SiteTools;
-    use crate::tools::tests::block_on;
+    use crate::commerce::Offline;
+    use crate::registry::Registry;
+    use crate::testing::block_on;
 
     fn cfg() -> Config {
         Config::from_vars(
@@ -404,11 +434,9 @@ mod tests {
     }
 
     fn run(req: &Request) -> (u16, Value) {
-        let reply = block_on(handle(
-            req,
-            &cfg(),
-            &SiteTools::new("https://presence.example"),
-        ));
+        let c = cfg();
+        let tools = Registry::get().serve("https://presence.example", &c, &Offline);
+        let reply = block_on(handle(req, &c, &tools));
         let body = if reply.body.is_empty() {
             Value::Null
         } else {
@@ -433,10 +461,7 @@ mod tests {
         ));
         assert_eq!(s, 200);
         assert_eq!(b["result"]["protocolVersion"], "2025-06-18");
-        assert_eq!(
-            b["result"]["serverInfo"]["name"],
-            crate::discovery::SERVER_NAME
-        );
+        assert_eq!(b["result"]["serverInfo"]["name"], crate::meta::SERVER_NAME);
         let (s, b) = run(&post(
             json!({"jsonrpc": "2.0", "id": 2, "method": "initialize",
             "params": {"protocolVersion": "1999-01-01"}}),
@@ -466,7 +491,17 @@ mod tests {
             .iter()
             .map(|t| t["name"].as_str().unwrap_or(""))
             .collect();
-        assert_eq!(names, ["site_info", "search_pages", "read_page"]);
+        assert_eq!(
+            names,
+            [
+                "site_info",
+                "search_pages",
+                "read_page",
+                "list_products",
+                "create_checkout",
+                "get_checkout"
+            ]
+        );
         assert!(b["result"].get("resultType").is_none());
         let (s, b) = run(&post(
             json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -540,7 +575,7 @@ mod tests {
         assert_eq!(b["result"]["supportedVersions"], json!(SUPPORTED_VERSIONS));
         assert_eq!(
             b["result"]["_meta"][META_SERVER_INFO]["name"],
-            crate::discovery::SERVER_NAME
+            crate::meta::SERVER_NAME
         );
         let (_, b) = run(&modern("tools/list", json!({})));
         assert_eq!(b["result"]["resultType"], "complete");
@@ -602,7 +637,8 @@ mod tests {
     #[test]
     fn http_rules() {
         let r = Request::new("GET", "/mcp").with_header("host", "localhost");
-        let reply = block_on(handle(&r, &cfg(), &SiteTools::new("")));
+        let c = cfg();
+        let reply = block_on(handle(&r, &c, &Registry::get().serve("", &c, &Offline)));
         assert_eq!(reply.status, 405);
         let evil = post(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
         let mut evil_host = evil.clone();

@@ -157,6 +157,18 @@ pub fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// `host[:port]` → lower-case host, keeping IPv6 brackets (`[::1]:8787` → `[::1]`).
+pub fn host_name(authority: &str) -> String {
+    let a = authority.trim().to_ascii_lowercase();
+    if a.starts_with('[') {
+        return match a.find(']') {
+            Some(end) => a[..=end].to_string(),
+            None => String::new(),
+        };
+    }
+    a.split(':').next().unwrap_or("").to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,15 +2,22 @@
 //! discovery documents and the MCP endpoint. Rate limiting and signature checks happen before
 //! this, in the glue, because they need Worker bindings.
 
-use crate::commerce::{self, Backend, CommerceTools};
+use crate::commerce::{self, Backend};
 use crate::config::Config;
-use crate::discovery::{self, CT_JSON, CT_MARKDOWN};
+use crate::discovery;
 use crate::headers::{self, DOCUMENT_MAX_AGE, PAGE_MAX_AGE, document};
+use crate::mcp;
+use crate::meta::{
+    AGENT_CARD_PATH, CT_AI_CATALOG, CT_JSON, CT_LINKSET, CT_MARKDOWN, CT_MCP_CARD, CT_OPENAPI,
+    KEY_DIRECTORY_PATH, SKILL_PATH,
+};
+use crate::pages;
 use crate::problem::Problem;
+use crate::registry::Registry;
 use crate::reply::Reply;
 use crate::request::Request;
-use crate::tools::{Chain, SiteTools};
-use crate::{mcp, pages, search, webbotauth};
+use crate::search;
+use crate::webbotauth;
 use serde_json::Value;
 
 /// Routes one request (already admitted by the rate limiter) and adds the common headers.
@@ -22,6 +29,35 @@ pub async fn handle<B: Backend>(
 ) -> Reply {
     let reply = route(req, cfg, request_id, backend).await;
     headers::finish(reply, req, request_id)
+}
+
+/// A refusal the glue makes before routing (the rate limiter's 429, a body over the size
+/// limit) in the error shape of the protocol the path speaks: ACP's `Error`, UCP's protocol
+/// error, a JSON-RPC error on `/mcp`; problem+json everywhere else. The refusal's own headers
+/// (`Retry-After`, `RateLimit`, ...) are kept.
+pub fn refusal(req: &Request, reply: Reply) -> Reply {
+    let detail = serde_json::from_slice::<Value>(&reply.body)
+        .ok()
+        .and_then(|v| v["detail"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    let code = match reply.status {
+        429 => "rate_limited",
+        413 => "request_too_large",
+        _ => "invalid_request",
+    };
+    let shaped = if req.path == "/mcp" {
+        let retry = reply.header("retry-after").and_then(|s| s.parse().ok());
+        mcp::refusal(&req.body, reply.status, &detail, retry)
+    } else if let Some(r) = commerce::refusal(&req.path, reply.status, code, &detail) {
+        r
+    } else {
+        return reply;
+    };
+    reply
+        .headers
+        .iter()
+        .filter(|(n, _)| n != "content-type")
+        .fold(shaped, |r, (n, v)| r.with_header(n, v))
 }
 
 fn json_bytes(v: &Value) -> Vec<u8> {
@@ -54,15 +90,10 @@ async fn route<B: Backend>(req: &Request, cfg: &Config, request_id: &str, backen
     let base = cfg.base_url(req).to_string();
     let path = req.path.as_str();
 
+    let registry = Registry::get();
+
     if path == "/mcp" {
-        let tools = Chain(
-            SiteTools::new(&base),
-            CommerceTools {
-                cfg,
-                base: base.clone(),
-                backend,
-            },
-        );
+        let tools = registry.serve(&base, cfg, backend);
         return match req.method.as_str() {
             "OPTIONS" => mcp_preflight(req, cfg),
             _ => mcp_cors(req, cfg, mcp::handle(req, cfg, &tools).await),
@@ -82,12 +113,18 @@ async fn route<B: Backend>(req: &Request, cfg: &Config, request_id: &str, backen
     match path {
         "/agent/search" => agent_search(req, &base),
         "/agent/read" => agent_read(req),
-        "/agent/site.json" => doc(CT_JSON, json_bytes(&discovery::site_info(&base))),
-        "/openapi.json" => doc(
-            "application/openapi+json",
-            json_bytes(&discovery::openapi(&base)),
+        "/agent/site.json" => doc(
+            CT_JSON,
+            json_bytes(&discovery::site_info(&base, registry.specs())),
         ),
-        "/llms.txt" => doc(CT_MARKDOWN, discovery::llms_txt(&base).into_bytes()),
+        "/openapi.json" => doc(
+            CT_OPENAPI,
+            json_bytes(&discovery::openapi(&base, registry.specs())),
+        ),
+        "/llms.txt" => doc(
+            CT_MARKDOWN,
+            discovery::llms_txt(&base, registry.specs()).into_bytes(),
+        ),
         "/auth.md" => doc(CT_MARKDOWN, discovery::auth_md(&base).into_bytes()),
         "/robots.txt" => doc(
             "text/plain; charset=utf-8",
@@ -99,27 +136,24 @@ async fn route<B: Backend>(req: &Request, cfg: &Config, request_id: &str, backen
         ),
         "/.well-known/mcp/server-card.json" | "/.well-known/mcp.json" => doc(
             CT_JSON,
-            json_bytes(&discovery::server_card(&base, &crate::tools::all_specs())),
+            json_bytes(&discovery::server_card(&base, registry.specs())),
         ),
+        AGENT_CARD_PATH => doc(CT_JSON, discovery::agent_card(&base).into_bytes()),
         "/.well-known/ucp" => doc(CT_JSON, json_bytes(&discovery::ucp_profile(&base))),
         "/.well-known/acp.json" => doc(CT_JSON, json_bytes(&discovery::acp_manifest(&base))),
         "/mcp/server-card" => doc(
-            discovery::CT_MCP_CARD,
+            CT_MCP_CARD,
             json_bytes(&discovery::server_card_sep2127(&base)),
         ),
-        "/.well-known/ai-catalog.json" => doc(
-            discovery::CT_AI_CATALOG,
-            json_bytes(&discovery::ai_catalog(&base)),
-        ),
-        "/.well-known/api-catalog" => doc(
-            discovery::CT_LINKSET,
-            json_bytes(&discovery::api_catalog(&base)),
-        ),
+        "/.well-known/ai-catalog.json" => {
+            doc(CT_AI_CATALOG, json_bytes(&discovery::ai_catalog(&base)))
+        }
+        "/.well-known/api-catalog" => doc(CT_LINKSET, json_bytes(&discovery::api_catalog(&base))),
         "/.well-known/agent-skills/index.json" => {
             doc(CT_JSON, json_bytes(&discovery::skills_index()))
         }
-        discovery::SKILL_PATH => doc(CT_MARKDOWN, discovery::SKILL_MD.as_bytes().to_vec()),
-        webbotauth::DIRECTORY_PATH => key_directory(req, cfg, request_id),
+        SKILL_PATH => doc(CT_MARKDOWN, discovery::SKILL_MD.as_bytes().to_vec()),
+        KEY_DIRECTORY_PATH => key_directory(req, cfg, request_id),
         _ => page(req, path),
     }
 }
@@ -247,7 +281,7 @@ fn mcp_preflight(req: &Request, cfg: &Config) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::tests::block_on;
+    use crate::testing::block_on;
 
     fn cfg() -> Config {
         Config::from_vars(None, Some("localhost".into()), None, None)
@@ -347,12 +381,12 @@ mod tests {
     #[test]
     fn discovery_documents_have_their_types_and_cors() {
         for (path, ct) in [
-            ("/.well-known/api-catalog", discovery::CT_LINKSET),
-            ("/mcp/server-card", discovery::CT_MCP_CARD),
-            ("/.well-known/ai-catalog.json", discovery::CT_AI_CATALOG),
+            ("/.well-known/api-catalog", CT_LINKSET),
+            ("/mcp/server-card", CT_MCP_CARD),
+            ("/.well-known/ai-catalog.json", CT_AI_CATALOG),
             ("/.well-known/mcp.json", CT_JSON),
             ("/llms.txt", CT_MARKDOWN),
-            (discovery::SKILL_PATH, CT_MARKDOWN),
+            (SKILL_PATH, CT_MARKDOWN),
             ("/.well-known/ucp", CT_JSON),
             ("/.well-known/acp.json", CT_JSON),
         ] {
@@ -367,7 +401,7 @@ mod tests {
     #[test]
     fn commerce_routes_are_wired_before_the_read_only_rules() {
         // No Stripe key configured: the shop answers 503, not the site's 405 or 404.
-        let r = get(crate::commerce::PRODUCTS_PATH);
+        let r = get(crate::meta::PRODUCTS_PATH);
         assert_eq!(r.status, 503);
         assert_eq!(r.header("retry-after"), Some("10"));
         assert_eq!(json(&r)["code"], "service_unavailable");
@@ -401,11 +435,11 @@ mod tests {
 
     #[test]
     fn key_directory_is_404_without_a_key_and_signed_with_one() {
-        assert_eq!(get(webbotauth::DIRECTORY_PATH).status, 404);
+        assert_eq!(get(KEY_DIRECTORY_PATH).status, 404);
         let mut c = cfg();
         c.signing_key = Some([1u8; 32]);
         let r = block_on(handle(
-            &Request::new("GET", webbotauth::DIRECTORY_PATH),
+            &Request::new("GET", KEY_DIRECTORY_PATH),
             &c,
             "rid",
             &crate::commerce::Offline,

@@ -4,6 +4,7 @@
 
 use crate::pages::{self, Page};
 use serde::Serialize;
+use serde_json::{Value, json};
 
 /// Largest `limit` a caller may ask for; there are far fewer pages than this.
 pub const MAX_LIMIT: usize = 50;
@@ -31,6 +32,28 @@ pub struct Hit {
     pub title: String,
     pub url: String,
     pub score: f64,
+}
+
+/// JSON Schema of [`SearchResults`], shared by the `search_pages` tool and the OpenAPI document.
+pub fn results_schema() -> Value {
+    let hit = json!({
+        "type": "object",
+        "required": ["path", "title", "url", "score"],
+        "properties": {
+            "path": {"type": "string"},
+            "title": {"type": "string"},
+            "url": {"type": "string", "format": "uri"},
+            "score": {"type": "number"}
+        }
+    });
+    json!({
+        "type": "object",
+        "required": ["query", "results"],
+        "properties": {
+            "query": {"type": "string"},
+            "results": {"type": "array", "items": hit}
+        }
+    })
 }
 
 /// Why a search request was refused; each maps to a 400 problem or a tool error.

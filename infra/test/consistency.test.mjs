@@ -1,7 +1,7 @@
 // The Terraform in infra/ against what the Rust code reads. The Rust side is the source of
 // truth: `cargo run -p platform --example print-infra-contract` prints the table's key, index
 // and TTL names and each function's environment from the constants the code uses
-// (lambdas/platform/src/table.rs, env.rs); the HCL side is infra/*.tf parsed with
+// (lambdas/platform-store/src/table.rs, lambdas/platform/src/env.rs); the HCL side is infra/*.tf parsed with
 // @cdktf/hcl2json (Terraform's own HCL parser, compiled to wasm). Renaming a key, an index, the
 // TTL attribute or an environment variable on either side fails here.
 //
@@ -69,6 +69,29 @@ function resource(kind, name) {
 }
 
 const sorted = (xs) => [...xs].sort();
+
+// The crates whose code the functions run (lambdas/<crate>/src, every module below it).
+const FUNCTION_CRATES = [
+  "platform",
+  "platform-domain",
+  "platform-store",
+  "platform-exec",
+  "platform-http",
+  "platform-search",
+  "api",
+  "jobs",
+];
+
+function* rustSources(crate) {
+  const walk = function* (dir) {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) yield* walk(p);
+      else if (e.name.endsWith(".rs")) yield p;
+    }
+  };
+  yield* walk(join(ROOT, "lambdas", crate, "src"));
+}
 
 test("the table's keys and attribute types are the code's", () => {
   const t = resource("aws_dynamodb_table", "platform");
@@ -172,10 +195,9 @@ const TRANSACT_ITEM_TO_IAM = {
 function actionsUsedByCode() {
   const actions = new Set();
   let usesIndex = false;
-  for (const crate of ["platform", "api", "jobs"]) {
-    const dir = join(ROOT, "lambdas", crate, "src");
-    for (const f of readdirSync(dir).filter((x) => x.endsWith(".rs"))) {
-      let src = readFileSync(join(dir, f), "utf8");
+  for (const crate of FUNCTION_CRATES) {
+    for (const f of rustSources(crate)) {
+      let src = readFileSync(f, "utf8");
       if (!src.includes("aws_sdk_dynamodb")) continue;
       src = src.split("#[cfg(test)]")[0]; // unit tests sit at the end of a file
       for (const [call, iam] of Object.entries(SDK_TO_IAM)) {
@@ -223,12 +245,11 @@ test("the access log never contains the request path (it may carry an API key)",
 // literal name behind its back.
 test("the functions read environment variables only through named constants", () => {
   const offenders = [];
-  for (const crate of ["platform", "api", "jobs"]) {
-    const dir = join(ROOT, "lambdas", crate, "src");
-    for (const f of readdirSync(dir).filter((x) => x.endsWith(".rs"))) {
-      const src = readFileSync(join(dir, f), "utf8").split("#[cfg(test)]")[0];
+  for (const crate of FUNCTION_CRATES) {
+    for (const f of rustSources(crate)) {
+      const src = readFileSync(f, "utf8").split("#[cfg(test)]")[0];
       for (const m of src.matchAll(/env::var(?:_os)?\(\s*"([^"]+)"|try_from_default_env|from_default_env/g)) {
-        offenders.push(`${crate}/src/${f}: ${m[0]}`);
+        offenders.push(`${f.slice(ROOT.length + 1)}: ${m[0]}`);
       }
     }
   }

@@ -1,5 +1,5 @@
-//! Fingerprints the code that shapes the artifact (this crate and the platform's catalog, search
-//! and OpenAPI derivation modules; not the CLI), so the builder rebuilds the artifact when that
+//! Fingerprints the code that shapes the artifact (this crate and `platform-search`: the catalog
+//! layout, the search index and the OpenAPI reader; not the CLI), so the builder rebuilds the artifact when that
 //! code changes and skips the work otherwise.
 
 use std::hash::{Hash, Hasher};
@@ -23,11 +23,8 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     visit(&root.join("src"), &mut files);
-    let platform = root.join("../platform/src");
-    files.push(platform.join("catalog.rs"));
-    files.push(platform.join("search.rs"));
-    visit(&platform.join("search"), &mut files);
-    visit(&platform.join("derive"), &mut files);
+    // The artifact's layout, the index and the OpenAPI reader: all of `platform-search`.
+    visit(&root.join("../platform-search/src"), &mut files);
     files.sort();
     // SipHash with fixed keys: deterministic for a toolchain, which is all a cache key needs.
     let mut h = std::hash::DefaultHasher::new();

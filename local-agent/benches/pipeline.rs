@@ -1,4 +1,4 @@
-//! Per-frame cost at 64 and 192 subcarriers:
+//! Per-frame cost:
 //!
 //! - `pipeline/push_*`: the whole pipeline (rate tracking, gain normalisation, motion, presence,
 //!   vitals, range, fusion). Frames come from the seeded simulator (a still, breathing person, so
@@ -8,6 +8,12 @@
 //! - `peer/mvs_64sc`: the ESPectre MVS baseline of `eval motion` (amplitudes of its 12
 //!   subcarriers, turbulence, Hampel, 75-packet moving variance) on the same frames, for
 //!   comparison.
+//!
+//! `pipeline/push_3x2x56_*`: the complex path (issue 19) on real 3 × 2 × 56 frames: the
+//! BreathSense capture `BPM15` (Atheros CSI Tool, read from `shared/data/csi` beside the
+//! repository), played at its own ~9.5 packets/s (every frame completes a 10 Hz grid tick, so each
+//! pays a whole tick: 336 amplitudes and 336 chain-pair phases into the vitals, the analyses every
+//! second) and retimed to 100 packets/s (ticks amortised over 10 frames). Target ≤ 10 µs per frame.
 
 use std::hint::black_box;
 
@@ -16,6 +22,7 @@ use local_agent::eval::espectre::{self, Mvs};
 use local_agent::sensing::csi::CsiFrame;
 use local_agent::sensing::motion::MotionDetector;
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
+use local_agent::sensing::source::replay::ReplaySource;
 use local_agent::sensing::source::simulator::{Activity, Segment, SimConfig, Simulator};
 
 fn frames(seconds: f64, subcarriers: usize) -> Vec<CsiFrame> {
@@ -132,5 +139,67 @@ fn bench_motion(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_pipeline, bench_motion);
+/// The BreathSense capture's frames, or `None` (with a message) when the shared data is absent.
+fn breathsense() -> Option<Vec<CsiFrame>> {
+    let dir = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/data/csi/breathsense/BPM15"
+    ));
+    match ReplaySource::open(dir) {
+        Ok(src) => Some(src.collect()),
+        Err(e) => {
+            eprintln!("skipping the 3x2x56 benchmark: {e}");
+            None
+        }
+    }
+}
+
+fn bench_complex(c: &mut Criterion) {
+    let Some(frames) = breathsense() else {
+        return;
+    };
+    let t0 = frames[0].t_s;
+    let mut group = c.benchmark_group("pipeline");
+    group.throughput(Throughput::Elements(1));
+    for (label, period) in [
+        ("push_3x2x56_9.5hz", None),
+        ("push_3x2x56_100hz", Some(0.01)),
+    ] {
+        let times: Vec<f64> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| period.map_or(f.t_s - t0, |p| i as f64 * p))
+            .collect();
+        let span = times.last().copied().unwrap_or(0.0) + period.unwrap_or(0.1);
+        group.bench_function(label, |b| {
+            let mut p = Pipeline::new(PipelineConfig::default());
+            // Two passes warm every window (the capture is ~62 s).
+            let mut t_offset = 0.0;
+            for _ in 0..2 {
+                for (f, t) in frames.iter().zip(&times) {
+                    let mut g = f.clone();
+                    g.t_s = t + t_offset;
+                    p.push(&g);
+                }
+                t_offset += span;
+            }
+            let mut i = 0usize;
+            let mut frame = frames[0].clone();
+            b.iter(|| {
+                frame.t_s = times[i] + t_offset;
+                frame.csi.clone_from(&frames[i].csi);
+                p.push(black_box(&frame));
+                i += 1;
+                if i == frames.len() {
+                    i = 0;
+                    t_offset += span;
+                }
+            });
+            black_box(p.estimates());
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_pipeline, bench_motion, bench_complex);
 criterion_main!(benches);

@@ -12,16 +12,22 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand, ValueEnum};
 use local_agent::alerts::cli::{self as alerts_cli, AwayCommand, TestResult};
 use local_agent::alerts::{Alerts, AlertsError, AwayMode};
+use local_agent::engine::history;
 use local_agent::engine::report;
 use local_agent::engine::source::{self, FrameFeed, ReplayFeed, SimulatorFeed};
 use local_agent::engine::{DEFAULT_PORT, Engine, EngineConfig, PORT_ENV, SharedSink};
-use local_agent::hub::auth::{TokenRule, parse_allow_list};
+use local_agent::hub::auth::{TokenRule, refuse_allow_list};
 use local_agent::hub::emulator::{self, EmulatorOptions};
 use local_agent::hub::registry::{Registry, RegistryConfig};
 use local_agent::hub::{self, Hub, HubConfig, HubDeps};
+use local_agent::mqtt::{self, Mqtt, PublisherDeps};
+use local_agent::runtime;
 use local_agent::sensing::fall::FallConfig;
 use local_agent::sensing::pipeline::PipelineConfig;
+use local_agent::service;
 use local_agent::store::routine::RoutineStore;
+use local_agent::view::{self, View, ViewDeps};
+use local_agent::{doctor, store};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -63,6 +69,71 @@ enum Command {
         #[command(subcommand)]
         action: BaselineAction,
     },
+    /// Open the running agent's live view in the default browser.
+    Open(OpenArgs),
+    /// Check the set-up (ports, nodes, signal, calibration, alerts, storage) and say what to fix.
+    Doctor(DoctorArgs),
+    /// Home Assistant over MQTT: `mqtt purge` removes our retained topics from the broker.
+    Mqtt {
+        #[command(subcommand)]
+        command: MqttCommand,
+    },
+    /// Run the agent as a desktop service (systemd user unit on Linux, launchd agent on macOS).
+    Service {
+        #[command(subcommand)]
+        command: ServiceCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum MqttCommand {
+    /// Clear our retained discovery configs and states, so Home Assistant forgets the agent's
+    /// devices. Stop the agent first (it would publish them again).
+    Purge {
+        /// Purge even though an agent answers on the engine port.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ServiceCommand {
+    /// Write, enable and start the service; options after `--` are passed to `run`
+    /// (`local-agent service install -- --source hub`).
+    Install {
+        #[arg(last = true, value_name = "RUN OPTIONS")]
+        run_args: Vec<String>,
+    },
+    /// Stop, disable and remove the service (the config and environment files stay).
+    Uninstall,
+    /// Whether the service is installed and running, and where its logs are.
+    Status,
+}
+
+#[derive(Debug, clap::Args)]
+struct OpenArgs {
+    /// Print the address instead of opening a browser (for a computer without a desktop).
+    #[arg(long)]
+    print: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct DoctorArgs {
+    /// Machine-readable JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Engine port to check when no agent is running.
+    #[arg(long, env = PORT_ENV, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Hub port to check when no agent is running.
+    #[arg(long, env = hub::PORT_ENV, default_value_t = hub::DEFAULT_PORT)]
+    hub_port: u16,
+    /// UDP ingest port to check when no agent is running.
+    #[arg(long, env = hub::CSI_PORT_ENV, default_value_t = hub::DEFAULT_CSI_PORT)]
+    csi_port: u16,
+    /// Live view port to check when no agent is running.
+    #[arg(long, env = view::PORT_ENV, default_value_t = view::DEFAULT_PORT)]
+    view_port: u16,
 }
 
 #[derive(Debug, Subcommand)]
@@ -171,10 +242,12 @@ struct RunArgs {
     /// UDP ingest port on all interfaces.
     #[arg(long, env = hub::CSI_PORT_ENV, default_value_t = hub::DEFAULT_CSI_PORT)]
     csi_port: u16,
-    /// Non-loopback UDP senders to accept without a WebSocket token handshake:
-    /// comma-separated IPs and CIDRs.
-    #[arg(long, env = hub::ALLOW_ENV, default_value = "")]
+    /// Removed: refused when set (remote nodes authenticate with a session; see the README).
+    #[arg(long, env = hub::ALLOW_ENV, default_value = "", hide = true)]
     csi_allow: String,
+    /// Live view port on 127.0.0.1 (never another interface).
+    #[arg(long, env = view::PORT_ENV, default_value_t = view::DEFAULT_PORT)]
+    view_port: u16,
 }
 
 #[derive(Debug, clap::Args)]
@@ -194,6 +267,10 @@ struct NodeEmulatorArgs {
     /// ADR-018 node id to send as (default: the recording's, else 1).
     #[arg(long)]
     node_id: Option<u8>,
+    /// The hub's HTTP address for UDP node sessions (default: the UDP host on
+    /// SERVICE_SENTINEL_PORT, 8790). UDP uses sessions when this or a token is given.
+    #[arg(long, value_name = "URL")]
+    hub: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -241,7 +318,7 @@ enum CliError {
     #[error(transparent)]
     Hub(#[from] hub::HubError),
     #[error(transparent)]
-    Allow(#[from] hub::auth::BadAllowEntry),
+    Allow(#[from] hub::auth::AllowListRemoved),
     #[error(transparent)]
     Emulator(#[from] emulator::EmulatorError),
     #[error(transparent)]
@@ -250,9 +327,32 @@ enum CliError {
     Eval(#[from] local_agent::eval::motion::EvalError),
     #[error("--set: {0}")]
     Setting(String),
+    #[error("{0}")]
+    NoAgent(String),
+    #[error("cannot open a browser ({0}); open this address yourself: {1}")]
+    Browser(String, String),
+    #[error("the doctor found {0} problem(s)")]
+    DoctorProblems(usize),
+    #[error(transparent)]
+    MqttConfig(#[from] mqtt::MqttConfigError),
+    #[error(transparent)]
+    MqttStart(#[from] mqtt::MqttStartError),
+    #[error(transparent)]
+    Purge(#[from] mqtt::purge::PurgeError),
+    #[error("{0}")]
+    Mqtt(String),
+    #[error(transparent)]
+    Service(#[from] service::ServiceError),
+    #[error("the options after `service install --` are not valid `run` options: {0}")]
+    RunArgs(String),
 }
 
 fn main() -> ExitCode {
+    // First, before any thread exists: the service's secrets come from its environment file.
+    if let Err(e) = load_env_file() {
+        eprintln!("local-agent: {e}");
+        return ExitCode::FAILURE;
+    }
     init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -270,9 +370,17 @@ fn main() -> ExitCode {
         Some(Command::Baseline {
             action: BaselineAction::Reset,
         }) => baseline_reset(),
+        Some(Command::Open(args)) => open_view(&args),
+        Some(Command::Doctor(args)) => run_doctor(&args),
+        Some(Command::Mqtt {
+            command: MqttCommand::Purge { force },
+        }) => mqtt_purge(force),
+        Some(Command::Service { command }) => service_command(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The report already said what is wrong.
+        Err(CliError::DoctorProblems(_)) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("local-agent: {e}");
             ExitCode::FAILURE
@@ -319,7 +427,7 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             Box::new(feed)
         }
     };
-    let allow = parse_allow_list(&args.csi_allow)?;
+    refuse_allow_list(&args.csi_allow)?;
     // Read from the environment only: a token on the command line is visible to every user.
     let token = std::env::var(hub::TOKEN_ENV).ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -329,6 +437,8 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         .map_err(CliError::Runtime)?;
     // Before binding anything: a bad alert address or CA file is a startup error.
     let alerts = Alerts::from_env()?;
+    let mqtt = Mqtt::from_env()?;
+    let mqtt_registry = Arc::clone(&registry);
     runtime.block_on(async move {
         let config = EngineConfig {
             port: args.port,
@@ -341,6 +451,7 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             },
             // Fall, no-breathing and anomaly alerts go through the same durable outbox.
             alerts: SharedSink(alerts.sink()),
+            mqtt: mqtt.link(),
             ..EngineConfig::default()
         };
         // The hub always runs (GET /alerts, the away-mode control route, node set-up); node
@@ -349,11 +460,12 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             port: args.hub_port,
             csi_port: args.csi_port,
             token: TokenRule::new(token.as_deref()),
-            allow,
             ..HubConfig::default()
         };
-        // One away switch for the hub's control route, the schedule and the alert rule.
+        // One away switch for the hub's control route, the live view, the schedule and the
+        // alert rule.
         let away = AwayMode::default();
+        let alert_log = alerts.log();
         let deps = HubDeps {
             alerts: alerts.log(),
             away: away.clone(),
@@ -372,6 +484,73 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         };
         let engine = Engine::start(config, feed).await?;
         println!("local-agent engine on http://{}", engine.local_addr());
+        let started = std::time::Instant::now();
+        let history = Arc::new(history::History::default());
+        let (history_stop, history_stop_rx) = tokio::sync::watch::channel(false);
+        let recorder = tokio::spawn(history::record(
+            Arc::clone(&history),
+            engine.snapshots(),
+            history_stop_rx,
+        ));
+        let data_dir = store::data_dir().map_err(|e| e.to_string());
+        let doctor_ctx = doctor::Context {
+            ports: doctor::Ports {
+                engine: engine.local_addr().port(),
+                hub: args.hub_port,
+                csi: args.csi_port,
+                view: args.view_port,
+            },
+            data_dir: data_dir.clone(),
+            alert: Ok(alerts.config().clone()),
+            mqtt: Ok(mqtt.link().view().broker),
+            live: Some(doctor::Live {
+                snapshots: engine.snapshots(),
+                engine_addr: engine.local_addr(),
+                hub: hub.as_ref().map(|h| doctor::LiveHub {
+                    registry: h.registry(),
+                    addr: h.local_addr(),
+                    udp_addr: h.udp_addr(),
+                    feeding: args.source == SourceArg::Hub,
+                }),
+                view_addr: None,
+                history,
+                mqtt: mqtt.link(),
+            }),
+        };
+        let view_deps = ViewDeps {
+            doctor: doctor_ctx,
+            alerts: alert_log,
+            away: away.clone(),
+            schedule: alerts.config().schedule.clone(),
+            started,
+            runtime_dir: data_dir.ok(),
+        };
+        // The view is for people; the engine and hub are what scripts and nodes need, so a taken
+        // view port is a warning, not a reason to stop.
+        let view = match View::start(args.view_port, view_deps).await {
+            Ok(view) => {
+                println!("local-agent live view on {}", view.url());
+                Some(view)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the live view is not running");
+                None
+            }
+        };
+        let mqtt_link = mqtt.link();
+        let mqtt_tasks = mqtt.spawn(PublisherDeps {
+            snapshots: engine.snapshots(),
+            away: away.clone(),
+            registry: mqtt_registry,
+        })?;
+        if mqtt_tasks.is_some() {
+            let link = mqtt_link.view();
+            println!(
+                "local-agent MQTT to {} as {} (Home Assistant discovery)",
+                link.broker.unwrap_or_default(),
+                link.client_id.unwrap_or_default()
+            );
+        }
         let alert_tasks = alerts.spawn(engine.snapshots(), away);
         if let Some(hub) = &hub {
             println!(
@@ -387,13 +566,80 @@ fn run(args: RunArgs) -> Result<(), CliError> {
         }
         shutdown_signal().await;
         tracing::info!("shutting down");
+        if let Some(view) = view {
+            view.shutdown().await;
+        }
+        let _ = history_stop.send(true);
+        let _ = recorder.await;
         if let Some(hub) = hub {
             hub.shutdown().await;
         }
         alert_tasks.shutdown().await;
+        if let Some(mqtt) = mqtt_tasks {
+            mqtt.shutdown().await;
+        }
         engine.shutdown().await;
         Ok(())
     })
+}
+
+/// Finds the running agent's live view through the runtime file and opens it.
+fn open_view(args: &OpenArgs) -> Result<(), CliError> {
+    let dir = store::data_dir().map_err(|e| CliError::NoAgent(e.to_string()))?;
+    let info = runtime::read(&dir).ok_or_else(|| {
+        CliError::NoAgent(format!(
+            "no running agent found (no {} in {}); start it with `local-agent run`",
+            runtime::FILE,
+            dir.display()
+        ))
+    })?;
+    // A file left by an agent that was killed: nothing answers on its port.
+    if std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], info.port)),
+        std::time::Duration::from_secs(2),
+    )
+    .is_err()
+    {
+        return Err(CliError::NoAgent(format!(
+            "the agent that wrote {} is not running any more (nothing answers on 127.0.0.1:{}); start it with `local-agent run`",
+            runtime::path(&dir).display(),
+            info.port
+        )));
+    }
+    if args.print {
+        println!("{}", info.url);
+        return Ok(());
+    }
+    open::that_detached(&info.url)
+        .map_err(|e| CliError::Browser(e.to_string(), info.url.clone()))?;
+    println!(
+        "opened the live view of the agent on 127.0.0.1:{}",
+        info.port
+    );
+    Ok(())
+}
+
+fn run_doctor(args: &DoctorArgs) -> Result<(), CliError> {
+    let ports = doctor::Ports {
+        engine: args.port,
+        hub: args.hub_port,
+        csi: args.csi_port,
+        view: args.view_port,
+    };
+    let report = small_runtime()?.block_on(doctor::cli::doctor(ports));
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))?
+    } else {
+        report.render_text()
+    };
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{text}").map_err(|e| CliError::Output(e.to_string()))?;
+    if report.ok {
+        Ok(())
+    } else {
+        Err(CliError::DoctorProblems(report.problems))
+    }
 }
 
 fn node_emulator(args: &NodeEmulatorArgs) -> Result<(), CliError> {
@@ -403,6 +649,7 @@ fn node_emulator(args: &NodeEmulatorArgs) -> Result<(), CliError> {
         speed: Some(args.speed),
         token: args.token.clone(),
         node_id: args.node_id,
+        hub: args.hub.clone(),
     };
     let stop = std::sync::atomic::AtomicBool::new(false);
     let stats = emulator::run(&options, &stop)?;
@@ -540,5 +787,85 @@ fn away(args: &AwayArgs) -> Result<(), CliError> {
     };
     let on = small_runtime()?.block_on(alerts_cli::away(args.port, command))?;
     println!("away mode is {}", if on { "on" } else { "off" });
+    Ok(())
+}
+
+/// Reads `SERVICE_ENV_FILE` (the desktop service's secrets) into the environment. Variables
+/// already set win.
+fn load_env_file() -> Result<(), service::envfile::EnvFileError> {
+    let Some(path) = std::env::var_os(service::envfile::ENV_FILE_ENV).filter(|p| !p.is_empty())
+    else {
+        return Ok(());
+    };
+    for (key, value) in service::envfile::load(std::path::Path::new(&path))? {
+        if std::env::var_os(&key).is_none() {
+            // SAFETY: called first thing in `main`, before the runtime or any other thread
+            // exists, so nothing can read the environment concurrently.
+            unsafe { std::env::set_var(key, value) };
+        }
+    }
+    Ok(())
+}
+
+fn mqtt_purge(force: bool) -> Result<(), CliError> {
+    let Some(config) = mqtt::MqttConfig::load()? else {
+        return Err(CliError::Mqtt(
+            "MQTT is not configured: set mqtt_url in the config file (the broker to purge)".into(),
+        ));
+    };
+    let runtime = small_runtime()?;
+    if !force {
+        let port = std::env::var(PORT_ENV)
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(DEFAULT_PORT);
+        if let Some(state) = runtime.block_on(mqtt::purge::running_agent_link(port)) {
+            return Err(CliError::Mqtt(format!(
+                "an agent is running on 127.0.0.1:{port} with MQTT {state}; stop it first \
+                 (it would publish everything again), or pass --force"
+            )));
+        }
+    }
+    let report = runtime.block_on(mqtt::purge::purge(&config))?;
+    println!(
+        "cleared {} discovery configs and {} state topics on {} (Home Assistant removes the entities)",
+        report.discovery.len(),
+        report.states.len(),
+        config.broker
+    );
+    for topic in report.discovery.iter().chain(report.states.iter()) {
+        println!("  {topic}");
+    }
+    Ok(())
+}
+
+fn service_command(command: ServiceCommand) -> Result<(), CliError> {
+    let run_args = match &command {
+        ServiceCommand::Install { run_args } => {
+            // The service must start; refuse options `run` would reject.
+            let argv = ["local-agent", "run"]
+                .into_iter()
+                .map(String::from)
+                .chain(run_args.iter().cloned());
+            if let Err(e) = Cli::try_parse_from(argv) {
+                return Err(CliError::RunArgs(
+                    e.to_string().lines().next().unwrap_or_default().to_string(),
+                ));
+            }
+            run_args.clone()
+        }
+        _ => Vec::new(),
+    };
+    let env = service::ServiceEnv::from_process(run_args)?;
+    let mut out = std::io::stdout().lock();
+    match command {
+        ServiceCommand::Install { .. } => service::install(&env, &service::System, &mut out)?,
+        ServiceCommand::Uninstall => service::uninstall(&env, &service::System, &mut out)?,
+        ServiceCommand::Status => {
+            if !service::status(&env, &service::System, &mut out)?.running {
+                return Err(service::ServiceError::NotRunning.into());
+            }
+        }
+    }
     Ok(())
 }

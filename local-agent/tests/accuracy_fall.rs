@@ -11,7 +11,10 @@ use local_agent::sensing::fall::{AlarmEntry, FallAlarm, FallConfig, FallMonitor}
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
 use local_agent::sensing::source::simulator::{SimConfig, Simulator};
 
+/// The seeds the fall thresholds (`FallConfig::default`) were tuned on.
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=10;
+/// Seeds never looked at while tuning: the scored numbers in the README come from these.
+const UNSEEN: std::ops::RangeInclusive<u64> = 101..=130;
 
 struct Run {
     alarms: Vec<AlarmEntry>,
@@ -149,4 +152,78 @@ fn breathing_that_stops_raises_no_breathing_within_the_delay_plus_5_s() {
         detected >= 9,
         "no-breathing detected in {detected} of 10 runs"
     );
+}
+
+/// Seeds in parallel (two threads: the machine has two cores).
+fn runs_over(scene: &str, seeds: std::ops::RangeInclusive<u64>) -> Vec<(u64, Run)> {
+    let seeds: Vec<u64> = seeds.collect();
+    let (a, b) = seeds.split_at(seeds.len() / 2);
+    std::thread::scope(|s| {
+        let h1 = s.spawn(|| a.iter().map(|&k| (k, run(scene, k))).collect::<Vec<_>>());
+        let h2 = s.spawn(|| b.iter().map(|&k| (k, run(scene, k))).collect::<Vec<_>>());
+        let mut out = h1.join().expect("thread");
+        out.extend(h2.join().expect("thread"));
+        out
+    })
+}
+
+/// Scored on 30 seeds the thresholds never saw (the README's numbers). Target: falls detected
+/// within the stillness delay + 5 s in ≥ 9 of 10, no fall alert after sitting down hard or lying
+/// down slowly. **Measured 2026-11-25: 25 of 30 detected (83 %, missed 112, 115, 117, 125, 127);
+/// fall alerts after sit-fast 1/30 (124), lie-bed 1/30 (129), leave 3/30 (107, 110, 124); no
+/// no-breathing alarm.** The targets are not met on unseen seeds (the thresholds were tuned on
+/// seeds 1–10, where they score 9/10 and 0 false alerts): the bounds below hold the measured
+/// figures so a regression fails, and the README reports the gap.
+#[test]
+fn falls_on_unseen_seeds() {
+    let cfg = FallConfig::default();
+    let falls = runs_over("fall", UNSEEN);
+    let detected = falls
+        .iter()
+        .filter(|(_, r)| {
+            let impact = r.impact_t.unwrap_or(f64::INFINITY);
+            r.alarms.iter().any(|a| {
+                a.alarm == FallAlarm::Fall
+                    && a.t_s - impact >= 0.0
+                    && a.t_s - impact <= cfg.fallen_after_s + 5.0
+            })
+        })
+        .count();
+    let missed: Vec<u64> = falls
+        .iter()
+        .filter(|(_, r)| !r.alarms.iter().any(|a| a.alarm == FallAlarm::Fall))
+        .map(|(k, _)| *k)
+        .collect();
+    let mut false_alarms = Vec::new();
+    for scene in ["sit-fast", "lie-bed", "leave"] {
+        let runs = runs_over(scene, UNSEEN);
+        let fall_alerts: Vec<u64> = runs
+            .iter()
+            .filter(|(_, r)| r.alarms.iter().any(|a| a.alarm == FallAlarm::Fall))
+            .map(|(k, _)| *k)
+            .collect();
+        let nb: Vec<u64> = runs
+            .iter()
+            .filter(|(_, r)| r.alarms.iter().any(|a| a.alarm == FallAlarm::NoBreathing))
+            .map(|(k, _)| *k)
+            .collect();
+        println!(
+            "unseen {scene}: fall alerts in {}/{} runs {fall_alerts:?}, no-breathing in {} {nb:?}",
+            fall_alerts.len(),
+            runs.len(),
+            nb.len()
+        );
+        false_alarms.push((scene, fall_alerts.len(), nb.len()));
+    }
+    println!(
+        "unseen falls: detected {detected}/{} within {} s, missed seeds {missed:?}",
+        falls.len(),
+        cfg.fallen_after_s + 5.0
+    );
+    assert!(detected >= 25, "detected {detected} of {}", falls.len());
+    for (scene, fall_alerts, nb) in false_alarms {
+        let bound = if scene == "leave" { 3 } else { 1 };
+        assert!(fall_alerts <= bound, "{scene}: {fall_alerts} fall alerts");
+        assert_eq!(nb, 0, "{scene}: no-breathing alarms");
+    }
 }

@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use platform::catalog::Catalog;
+use platform_search::catalog::Catalog;
 use serde_json::Value;
 
 fn queries() -> Vec<String> {

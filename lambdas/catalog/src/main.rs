@@ -44,7 +44,7 @@ fn main() -> ExitCode {
         "stats" => {
             let before = rss_kib("VmRSS:").unwrap_or(0);
             let t = Instant::now();
-            let catalog = match platform::catalog::Catalog::load(&out) {
+            let catalog = match platform_search::catalog::Catalog::load(&out) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("catalog: {e}");
@@ -85,7 +85,7 @@ fn main() -> ExitCode {
         }
         "tools" => {
             let prefix = std::env::args().nth(2).unwrap_or_default();
-            let catalog = match platform::catalog::Catalog::load(&out) {
+            let catalog = match platform_search::catalog::Catalog::load(&out) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("catalog: {e}");
@@ -104,7 +104,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         "apps" => {
-            let catalog = match platform::catalog::Catalog::load(&out) {
+            let catalog = match platform_search::catalog::Catalog::load(&out) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("catalog: {e}");
@@ -125,7 +125,7 @@ fn main() -> ExitCode {
         "search" => {
             let query = std::env::args().nth(2).unwrap_or_default();
             let app = std::env::args().nth(3);
-            let catalog = match platform::catalog::Catalog::load(&out) {
+            let catalog = match platform_search::catalog::Catalog::load(&out) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("catalog: {e}");

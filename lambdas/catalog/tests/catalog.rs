@@ -2,7 +2,7 @@
 
 mod common;
 
-use platform::catalog::{AuthKind, Method};
+use platform_search::catalog::{AuthKind, Method};
 
 #[test]
 fn holds_at_least_1600_usable_apps_and_no_enterprise_copies() {

@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use platform::catalog::Catalog;
+use platform_search::catalog::Catalog;
 
 pub fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();

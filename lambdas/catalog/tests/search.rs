@@ -100,7 +100,7 @@ fn hits_carry_score_app_and_matched_terms_in_score_order() {
 fn limits_are_clamped_and_hostile_queries_are_answered() {
     let cat = common::catalog();
     assert_eq!(cat.find("list users", None, 0).hits.len(), 1);
-    assert!(cat.find("list users", None, 10_000).hits.len() <= platform::search::MAX_LIMIT);
+    assert!(cat.find("list users", None, 10_000).hits.len() <= platform_search::search::MAX_LIMIT);
     let long = "list ".repeat(500);
     let found = cat.find(&long, None, 5);
     assert!(found.hits.is_empty() && found.hint.is_some());

@@ -11,13 +11,12 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use lambda_http::lambda_runtime::{self, LambdaEvent, service_fn};
-use platform::clock::{Clock, SystemClock};
-use platform::connections::{Integrations, PUBLIC_BASE_URL_VAR};
-use platform::env::LOG_VAR;
-use platform::store::DynamoStore;
-use platform::triggers::{RoundReport, Triggers};
+use platform::bootstrap::{self, Platform};
+use platform::domain::clock::{Clock, SystemClock};
+use platform::domain::triggers::RoundReport;
+use platform::exec::Integrations;
+use platform::exec::triggers::Triggers;
 use serde_json::Value;
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
 #[command(
@@ -47,24 +46,10 @@ struct Jobs {
     source: Arc<Integrations>,
 }
 
+/// The same wiring as the api function (`platform::bootstrap`); jobs need the integrations.
 async fn build() -> Result<Jobs, String> {
-    let store = DynamoStore::from_env().await.map_err(|e| e.to_string())?;
-    let catalog = platform::catalog_api::load_from_env()?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let integrations = Arc::new(
-        Integrations::from_env(store.clone(), catalog.clone(), clock.clone())
-            .await
-            .map_err(|e| e.to_string())?,
-    );
-    let triggers = Triggers::new(
-        store,
-        catalog,
-        clock,
-        integrations.outbound.clone(),
-        integrations.sealer.clone(),
-        std::env::var(PUBLIC_BASE_URL_VAR).ok(),
-    )
-    .map_err(|e| e.to_string())?;
+    let platform = Platform::from_env().await.map_err(|e| e.to_string())?;
+    let (triggers, integrations) = platform.jobs().map_err(|e| e.to_string())?;
     Ok(Jobs {
         triggers,
         source: integrations,
@@ -100,13 +85,7 @@ async fn round(jobs: &Jobs, until: Instant) -> Result<RoundReport, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .json()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            EnvFilter::try_from_env(LOG_VAR).unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .init();
+    bootstrap::init_logs();
     let cli = Cli::parse();
     let jobs = match build().await {
         Ok(j) => Arc::new(j),

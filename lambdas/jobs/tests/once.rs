@@ -4,23 +4,20 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method};
-use platform::clock::{Clock, SystemClock};
-use platform::outbound::{Outbound, OutboundPolicy};
-use platform::sealed::Sealer;
-use platform::static_catalog::StaticCatalog;
+use platform::domain::apps::StaticCatalog;
+use platform::domain::clock::{Clock, SystemClock};
+use platform::exec::outbound::{Outbound, OutboundPolicy};
+use platform::exec::triggers::{NewTrigger, Triggers};
 use platform::store::DynamoStore;
-use platform::triggers::Triggers;
-use serde_json::{Value, json};
+use platform::store::Sealer;
+use serde_json::Value;
 
 #[tokio::test]
 async fn one_round_polls_the_due_trigger_and_records_its_health() {
-    std::env::var(platform::store::ENDPOINT_VAR)
-        .expect("DDB_ENDPOINT must point at DynamoDB Local");
-    let client = platform::store::client_from_env().await;
+    std::env::var(platform::env::ENDPOINT_VAR).expect("DDB_ENDPOINT must point at DynamoDB Local");
+    let client = platform::bootstrap::dynamodb_client().await;
     let table = format!("jobs-{}-{}", std::process::id(), SystemClock.now_ms());
-    platform::table::create_table(&client, &table)
+    platform::store::table::create_table(&client, &table)
         .await
         .unwrap();
     let store = DynamoStore::new(client, &table);
@@ -33,28 +30,20 @@ async fn one_round_polls_the_due_trigger_and_records_its_health() {
         Arc::new(Outbound::new(OutboundPolicy::default()).unwrap()),
         Arc::new(Sealer::local([1u8; 32])),
         None,
-    )
-    .unwrap();
-    let mut headers = HeaderMap::new();
-    headers.insert("content-type", HeaderValue::from_static("application/json"));
-    let body =
-        json!({"app": "slack", "event": "new_channel", "webhook_url": "https://example.com/hook"});
-    let created = triggers
-        .api(
-            &Method::POST,
-            "/triggers",
-            None,
-            &headers,
-            &Bytes::from(body.to_string()),
-            "acct_jobs",
-        )
-        .await
-        .unwrap();
-    let id = created.body.unwrap()["id"].as_str().unwrap().to_string();
+    );
+    let new = NewTrigger {
+        app: "slack",
+        event: "new_channel",
+        webhook_url: "https://example.com/hook",
+        connection_id: None,
+        filter: None,
+        params: None,
+    };
+    let id = triggers.create("acct_jobs", new).await.unwrap().trigger.id;
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobs"))
         .arg("--once")
-        .env(platform::store::TABLE_VAR, &table)
+        .env(platform::env::TABLE_VAR, &table)
         .env(platform::env::CATALOG_VAR, &catalog_path)
         .env(platform::env::PUBLIC_BASE_URL_VAR, "http://127.0.0.1:9")
         // base64 of 32 bytes of 1: the same local key the triggers above sealed with.
@@ -87,7 +76,7 @@ async fn one_round_polls_the_due_trigger_and_records_its_health() {
     // Not due again within the back-off: a second round finds nothing.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_jobs"))
         .arg("--once")
-        .env(platform::store::TABLE_VAR, &table)
+        .env(platform::env::TABLE_VAR, &table)
         .env(platform::env::CATALOG_VAR, &catalog_path)
         .env(platform::env::PUBLIC_BASE_URL_VAR, "http://127.0.0.1:9")
         // base64 of 32 bytes of 1: the same local key the triggers above sealed with.

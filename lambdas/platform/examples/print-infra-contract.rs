@@ -1,9 +1,10 @@
 //! Prints, as JSON, what the Terraform in `infra/` must match: the table's key, index and TTL
-//! names and each function's environment. `infra/test/consistency.test.mjs` compares it with the
-//! parsed HCL, so the Rust constants stay the source of truth.
+//! names (from `platform-store`) and each function's environment (from `platform::env`).
+//! `infra/test/consistency.test.mjs` compares it with the parsed HCL, so the Rust constants stay
+//! the source of truth.
 
 use platform::env;
-use platform::table;
+use platform::store::table;
 use serde_json::json;
 
 fn main() {

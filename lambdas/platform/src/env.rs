@@ -1,25 +1,45 @@
 //! The environment each deployed function reads: the one list the Terraform in `infra/` is
 //! checked against (`infra/test/consistency.test.mjs` compares it, through
 //! `cargo run -p platform --example print-infra-contract`, with the functions' `environment`).
-//! Read a variable through a constant from here, and add it to the function's list, so a rename
-//! on either side fails that test instead of a deployment.
+//!
+//! Only [`crate::bootstrap`] reads these variables; the layers below take what it read as plain
+//! values, so none of them knows the environment. Add a new variable here, read it in the
+//! bootstrap, and add it to the function's list below, so a rename on either side fails that test
+//! instead of a deployment.
 
-pub use crate::connections::{BASE_URL_OVERRIDES_VAR, PUBLIC_BASE_URL_VAR};
-pub use crate::oauth::OAUTH_APPS_VAR;
-pub use crate::outbound::ALLOW_VAR as OUTBOUND_ALLOW_VAR;
-pub use crate::sealed::LOCAL_KEY_VAR as CREDENTIALS_LOCAL_KEY_VAR;
-pub use crate::store::{ENDPOINT_VAR, TABLE_VAR};
+/// The platform's one DynamoDB table.
+pub const TABLE_VAR: &str = "TABLE_NAME";
+
+/// A DynamoDB endpoint to use instead of AWS (DynamoDB Local in tests and development).
+pub const ENDPOINT_VAR: &str = "DDB_ENDPOINT";
 
 /// The `tracing` filter (`info` when unset), e.g. `info` or `platform=debug,info`.
 pub const LOG_VAR: &str = "RUST_LOG";
 
-/// A JSON catalog file (see `static_catalog`); without it the catalog is empty.
+/// The catalog file: the built artifact (`*.zst`) or a small JSON catalog; without it the
+/// catalog is empty.
 pub const CATALOG_VAR: &str = "CATALOG_PATH";
 
 /// ARN of the customer-managed KMS key that encrypts connection credentials (OAuth tokens, API
-/// keys of third-party apps, signing secrets) before they are stored (see `sealed`). Only the
-/// key's ARN is in the environment, never key material.
+/// keys of third-party apps, signing secrets) before they are stored. Only the key's ARN is in
+/// the environment, never key material.
 pub const CREDENTIALS_KEY_VAR: &str = "CREDENTIALS_KMS_KEY_ARN";
+
+/// Local development and tests only: base64 of a 32-byte key-encryption key (instead of KMS).
+pub const CREDENTIALS_LOCAL_KEY_VAR: &str = "CREDENTIALS_KEY";
+
+/// Public origin of the platform (scheme + host), for connect links and the OAuth callback.
+pub const PUBLIC_BASE_URL_VAR: &str = "PUBLIC_BASE_URL";
+
+/// `app=url,app=url`: server URLs that replace the catalog's (local testing, regional hosts).
+pub const BASE_URL_OVERRIDES_VAR: &str = "APP_BASE_URL_OVERRIDES";
+
+/// Names the JSON file of OAuth client configurations.
+pub const OAUTH_APPS_VAR: &str = "OAUTH_APPS";
+
+/// Comma-separated hosts, IPs or CIDRs exempt from the outbound private-address guard, to which
+/// plain `http` is also allowed (local testing only).
+pub const OUTBOUND_ALLOW_VAR: &str = "PLATFORM_OUTBOUND_ALLOW";
 
 /// What the `api` function reads in AWS (the Lambda runtime supplies `AWS_*` itself).
 /// `PUBLIC_BASE_URL` is where connect links and webhook ingress URLs point; `OAUTH_APPS` names

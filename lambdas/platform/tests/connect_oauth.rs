@@ -13,8 +13,8 @@ use conn_common::{
     ConnServer, Setup, acme_oauth, browse, conn_server, html, location, oauth_dance, query_of,
     spawn_peer,
 };
-use platform::clock::Clock;
-use platform::table::{PK, SK};
+use platform::domain::clock::Clock;
+use platform::store::table::{PK, SK};
 use serde_json::{Value, json};
 
 /// Every attribute value of the test's table, for "is this secret stored in the clear?".
@@ -46,6 +46,8 @@ async fn connected(srv: &ConnServer, key: &str, label: &str) -> Value {
         .expect("the new connection is listed")
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
     let peer = spawn_peer();
@@ -205,6 +207,8 @@ async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
     );
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn expired_links_bad_state_and_denied_consent_store_nothing() {
     let peer = spawn_peer();
@@ -301,6 +305,8 @@ async fn expired_links_bad_state_and_denied_consent_store_nothing() {
     assert_eq!((junk.status, junk.code()), (422, "invalid_request"));
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn success_redirects_back_and_several_connections_have_one_default() {
     let peer = spawn_peer();
@@ -566,7 +572,7 @@ async fn invalid_grant_marks_needs_reauth_and_records_connection_expired_once() 
     let apps = common::send(&srv.base, get("/api/v1/apps?search=acme", Some(k))).await;
     assert_eq!(apps.body["apps"][0]["connection_status"], "not_connected");
 
-    let events = platform::events::list_events(&srv.store, &a.account_id, 10)
+    let events = platform::domain::events::list_events(&srv.store, &a.account_id, 10)
         .await
         .unwrap();
     let expired: Vec<_> = events
@@ -580,7 +586,7 @@ async fn invalid_grant_marks_needs_reauth_and_records_connection_expired_once() 
     let r = srv.run(k, "acme.get_me", json!({"arguments": {}})).await;
     assert_eq!(r.code(), "needs_reauth");
     assert_eq!(peer.stats().await["refresh_token"], 2);
-    let events = platform::events::list_events(&srv.store, &a.account_id, 10)
+    let events = platform::domain::events::list_events(&srv.store, &a.account_id, 10)
         .await
         .unwrap();
     assert_eq!(

@@ -6,14 +6,14 @@ use aws_sdk_dynamodb::types::{
 };
 
 fn endpoint() -> String {
-    std::env::var(platform::store::ENDPOINT_VAR)
+    std::env::var(platform::env::ENDPOINT_VAR)
         .expect("DDB_ENDPOINT must point at DynamoDB Local (the test command starts it)")
 }
 
 #[tokio::test]
 async fn conditional_put_refuses_a_duplicate_key() {
     let _ = endpoint();
-    let client = platform::store::client_from_env().await;
+    let client = platform::bootstrap::dynamodb_client().await;
     let table = format!("t-{}-{}", std::process::id(), line!());
     client
         .create_table()

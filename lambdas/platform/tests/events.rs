@@ -2,7 +2,7 @@
 
 mod common;
 
-use platform::events::{CONNECTION_EXPIRED, TRIGGER_DISABLED, list_events, record_event};
+use platform::domain::events::{CONNECTION_EXPIRED, TRIGGER_DISABLED, list_events, record_event};
 use serde_json::json;
 
 #[tokio::test]

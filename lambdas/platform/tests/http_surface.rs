@@ -63,6 +63,8 @@ async fn public_catalog_pages_with_cursors_and_filters_by_category() {
     }
 }
 
+// Longer than 80 lines on purpose: many cases against one running server, each with its checks,
+// kept in one list so every case is seen next to the others.
 #[tokio::test]
 async fn apps_tools_and_health_answer_with_documented_shapes() {
     let srv = server().await;
@@ -175,6 +177,8 @@ fn raw(
     (path.to_owned(), key.to_owned(), content_type, body.to_vec())
 }
 
+// Longer than 80 lines on purpose: many cases against one running server, each with its checks,
+// kept in one list so every case is seen next to the others.
 #[tokio::test]
 async fn bad_bodies_get_problems_and_the_server_keeps_serving() {
     let srv = server().await;
@@ -361,7 +365,7 @@ async fn unknown_routes_wrong_methods_and_mcp_get_problems() {
 
     // The MCP endpoints answer with documented problems before reaching the MCP server.
     let doc = common::openapi();
-    let problem = platform::openapi::component_validator(&doc, "Problem").unwrap();
+    let problem = platform::http::openapi::component_validator(&doc, "Problem").unwrap();
     let r = send(
         &srv.base,
         post_json(&format!("/mcp/k/{k}/x"), None, &json!({})),
@@ -369,7 +373,7 @@ async fn unknown_routes_wrong_methods_and_mcp_get_problems() {
     .await;
     assert_eq!((r.status, r.code()), (404, "not_found"));
     assert!(
-        platform::openapi::violations(&problem, &r.body).is_empty(),
+        platform::http::openapi::violations(&problem, &r.body).is_empty(),
         "{}",
         r.body
     );
@@ -401,13 +405,15 @@ impl Rng {
     }
 }
 
+// Longer than 80 lines on purpose: many cases against one running server, each with its checks,
+// kept in one list so every case is seen next to the others.
 #[tokio::test]
 async fn hostile_requests_get_problems_never_server_errors() {
     let srv = server().await;
     let a = srv.account("hostile@example.com").await;
     let key = a.key.expose().to_owned();
     let doc = common::openapi();
-    let problem = platform::openapi::component_validator(&doc, "Problem").unwrap();
+    let problem = platform::http::openapi::component_validator(&doc, "Problem").unwrap();
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     let valid = br#"{"query":"send a message","app":"slack","limit":3}"#;
     let deep = "[".repeat(10_000);
@@ -495,7 +501,7 @@ async fn hostile_requests_get_problems_never_server_errors() {
             r.body
         );
         if r.status != 200 {
-            let errs = platform::openapi::violations(&problem, &r.body);
+            let errs = platform::http::openapi::violations(&problem, &r.body);
             assert!(
                 errs.is_empty(),
                 "case {i}: {method} {path} auth={auth:?} -> {} {errs:?} {}",

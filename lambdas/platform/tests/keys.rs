@@ -3,10 +3,10 @@
 mod common;
 
 use common::{assert_documented, get, send, server};
-use platform::accounts::{self, AccountError};
-use platform::clock::Clock;
-use platform::keys::{ApiKey, KeyHash};
-use platform::store::{Store, StoreError};
+use platform::domain::StoreError;
+use platform::domain::accounts::{self, AccountError, AccountStore};
+use platform::domain::clock::Clock;
+use platform::domain::keys::{ApiKey, KeyHash};
 
 #[tokio::test]
 async fn key_works_until_rotated_and_the_new_one_until_revoked() {
@@ -210,7 +210,7 @@ async fn futures_join(
     srv: &common::Server,
     account: &str,
     now: i64,
-) -> Vec<Result<platform::accounts::IssuedKey, AccountError>> {
+) -> Vec<Result<platform::domain::accounts::IssuedKey, AccountError>> {
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..5 {
         let store = srv.store.clone();

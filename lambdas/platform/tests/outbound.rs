@@ -11,7 +11,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use platform::outbound::{Outbound, OutboundError, OutboundPolicy};
+use platform::exec::outbound::{Outbound, OutboundError, OutboundPolicy};
 
 /// A loopback HTTP server answering every request with `respond(path)`.
 async fn serve(
@@ -53,11 +53,11 @@ fn outbound(allow: &str) -> Outbound {
 async fn get(
     out: &Outbound,
     url: &str,
-) -> Result<platform::outbound::OutboundResponse, OutboundError> {
+) -> Result<platform::exec::outbound::OutboundResponse, OutboundError> {
     out.send(out.client().get(url)).await
 }
 
-fn refused(r: Result<platform::outbound::OutboundResponse, OutboundError>) -> String {
+fn refused(r: Result<platform::exec::outbound::OutboundResponse, OutboundError>) -> String {
     match r {
         Err(OutboundError::Refused { reason, .. }) => reason,
         other => panic!("expected a refusal, got {other:?}"),

@@ -4,8 +4,8 @@ mod common;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::{assert_documented, get, post_json, send, server};
-use platform::runs::{Arguments, NewRun, Run, RunStatus};
-use platform::store::Store;
+use platform::domain::runs::RunStore;
+use platform::domain::runs::{Arguments, NewRun, Run, RunStatus};
 use serde_json::json;
 
 fn new_run(tool: &str, app: &str, started_at_ms: i64, keep: Arguments) -> NewRun {
@@ -104,7 +104,7 @@ async fn arguments_are_kept_only_when_asked_and_runs_expire_after_30_days() {
         .send()
         .await
         .unwrap();
-    let ttl: i64 = items.items()[0][platform::table::TTL_ATTRIBUTE]
+    let ttl: i64 = items.items()[0][platform::store::table::TTL_ATTRIBUTE]
         .as_n()
         .unwrap()
         .parse()
@@ -112,6 +112,8 @@ async fn arguments_are_kept_only_when_asked_and_runs_expire_after_30_days() {
     assert_eq!(ttl, started / 1000 + 30 * 24 * 3600);
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn accounts_never_see_each_others_runs_or_connections() {
     let srv = server().await;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{Resp, assert_documented, post_json, send_with_headers};
 use conn_common::{ConnServer, Setup, browse, conn_server, html, post_form, spawn_peer};
-use platform::outbound::AllowRule;
+use platform::exec::outbound::AllowRule;
 use serde_json::{Value, json};
 
 struct StripeFake {
@@ -98,6 +98,8 @@ fn code(r: &Resp) -> (u16, &str) {
     (r.status, r.code())
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn stripe_tools_run_against_the_stripe_fake_with_the_connected_key() {
     let fake = spawn_stripe_fake();
@@ -292,6 +294,8 @@ async fn fake_requests(fake: &StripeFake) -> Vec<Value> {
     r.body.as_array().cloned().unwrap_or_default()
 }
 
+// Longer than 80 lines on purpose: one scenario whose steps build on the state the previous
+// ones left; it reads top to bottom, and split up it would have to pass that state around.
 #[tokio::test]
 async fn header_keys_basic_auth_and_upstream_rate_limits() {
     let peer = spawn_peer();

@@ -208,13 +208,20 @@ impl Default for AlertConfig {
     }
 }
 
+/// The whole config file. Unknown keys are refused (serde cannot combine that with `flatten`),
+/// so every part's keys are listed here; the `mqtt_*` keys are read by `crate::mqtt::config`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FileConfig {
+pub(crate) struct FileConfig {
     alert_webhook: Option<String>,
     alert_ca: Option<PathBuf>,
     #[serde(default)]
     away: AwaySection,
+    pub(crate) mqtt_url: Option<String>,
+    pub(crate) mqtt_client_id: Option<String>,
+    pub(crate) mqtt_discovery_prefix: Option<String>,
+    pub(crate) mqtt_base_topic: Option<String>,
+    pub(crate) mqtt_ca: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -337,7 +344,7 @@ fn positive(name: &'static str, value: &str) -> Result<u64, ConfigError> {
     }
 }
 
-fn read_file(path: &Path, required: bool) -> Result<FileConfig, ConfigError> {
+pub(crate) fn read_file(path: &Path, required: bool) -> Result<FileConfig, ConfigError> {
     use std::io::Read as _;
     let file = match std::fs::File::open(path) {
         Ok(f) => f,

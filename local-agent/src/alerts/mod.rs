@@ -19,7 +19,7 @@ pub mod schedule;
 pub mod sender;
 pub mod service;
 
-pub use service::{Alerts, AlertsError, AlertsTasks};
+pub use service::{Alerts, AlertsError, AlertsTasks, PresenceSource};
 
 pub mod memory;
 

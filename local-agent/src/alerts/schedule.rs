@@ -70,7 +70,44 @@ fn parse_time(s: &str) -> Option<Time> {
     Time::new(h, m, 0, 0).ok()
 }
 
+/// One window as the live view shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ScheduleEntry {
+    /// `mon` … `sun`.
+    pub days: Vec<&'static str>,
+    /// `HH:MM`, local time.
+    pub from: String,
+    pub to: String,
+}
+
+const DAY_NAMES: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
+fn hhmm(t: Time) -> String {
+    if t == Time::MAX {
+        "24:00".to_string()
+    } else {
+        format!("{:02}:{:02}", t.hour(), t.minute())
+    }
+}
+
 impl AwaySchedule {
+    /// The windows, for display.
+    pub fn entries(&self) -> Vec<ScheduleEntry> {
+        self.windows
+            .iter()
+            .map(|w| ScheduleEntry {
+                days: DAY_NAMES
+                    .iter()
+                    .zip(w.days.iter())
+                    .filter(|(_, on)| **on)
+                    .map(|(d, _)| *d)
+                    .collect(),
+                from: hhmm(w.from),
+                to: hhmm(w.to),
+            })
+            .collect()
+    }
+
     /// Entries as `(days, from, to)` with days like `"mon"` and times like `"08:30"`.
     pub fn parse<'a>(
         entries: impl IntoIterator<Item = (&'a [String], &'a str, &'a str)>,

@@ -17,8 +17,16 @@ use super::rules::AwayRule;
 use super::schedule::ScheduleEdges;
 use super::sender::{self, Sender};
 use super::{AlertLog, AlertSink, AwayMode};
-use crate::engine::runner::SnapshotReceiver;
 use crate::store::{self, StoreError};
+
+/// What the `presence_while_away` rule reads: whether someone is present at `now`. The engine's
+/// published snapshot implements it; alerts only see this trait, so the engine may depend on
+/// alerts (it raises alerts through [`AlertSink`]) without alerts depending on the engine.
+pub trait PresenceSource: Send + Sync + 'static {
+    /// True when the latest estimate says someone is present and is fresh at `now`; a stale
+    /// estimate (no frames) is not presence.
+    fn present_at(&self, now: Instant) -> bool;
+}
 
 /// How often the schedule is checked against the local clock.
 const SCHEDULE_TICK: Duration = Duration::from_secs(15);
@@ -70,6 +78,12 @@ impl Alerts {
         })
     }
 
+    /// The settings in force (the live view shows the away schedule; the doctor probes the
+    /// address).
+    pub fn config(&self) -> &AlertConfig {
+        &self.config
+    }
+
     /// The outbox as the alert log (`GET /alerts`) and sink.
     pub fn log(&self) -> Arc<dyn AlertLog> {
         self.outbox.clone()
@@ -85,7 +99,11 @@ impl Alerts {
     }
 
     /// Starts the sender, the away schedule and the `presence_while_away` rule.
-    pub fn spawn(self, snapshots: SnapshotReceiver, away: AwayMode) -> AlertsTasks {
+    pub fn spawn<P: PresenceSource>(
+        self,
+        snapshots: watch::Receiver<Arc<P>>,
+        away: AwayMode,
+    ) -> AlertsTasks {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut tasks = Vec::new();
         if let Some(sender) = self.sender {
@@ -153,8 +171,8 @@ async fn run_schedule(
 }
 
 /// Feeds every published snapshot to the rule; a stale snapshot (no frames) is not presence.
-async fn run_away_rule(
-    mut snapshots: SnapshotReceiver,
+async fn run_away_rule<P: PresenceSource>(
+    mut snapshots: watch::Receiver<Arc<P>>,
     away: AwayMode,
     sink: Arc<Outbox>,
     mut rule: AwayRule,
@@ -172,10 +190,7 @@ async fn run_away_rule(
             _ = shutdown.changed() => break,
         }
         let now = Instant::now();
-        let present = {
-            let snap = snapshots.borrow_and_update();
-            snap.is_fresh(now) && snap.estimates.present
-        };
+        let present = snapshots.borrow_and_update().present_at(now);
         if let Some(alert) = rule.observe(now, present, away.is_on()) {
             sink.raise(alert);
         }

@@ -13,6 +13,7 @@
 //! it returns.
 
 pub mod error;
+pub mod history;
 pub mod host_guard;
 pub mod records;
 pub mod report;
@@ -60,6 +61,8 @@ pub struct EngineConfig {
     pub data_dir: Option<PathBuf>,
     /// Where fall, no-breathing and anomaly alerts go.
     pub alerts: SharedSink,
+    /// The MQTT link `/health` reports (off unless the MQTT publisher shares its status).
+    pub mqtt: crate::link::LinkStatus,
 }
 
 impl Default for EngineConfig {
@@ -73,6 +76,7 @@ impl Default for EngineConfig {
             routine: RoutineConfig::default(),
             data_dir: None,
             alerts: SharedSink::default(),
+            mqtt: crate::link::LinkStatus::off(),
         }
     }
 }
@@ -180,6 +184,7 @@ impl Engine {
             runner.snapshots(),
             config.limits,
             started,
+            config.mqtt,
             shutdown_rx,
         ));
         tracing::info!(%addr, source = %kind, "engine listening");

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use super::source::Fleet;
 use super::source::SourceKind;
 
 /// Nights of live data the routine learner needs before it judges a night.
@@ -33,13 +34,8 @@ pub struct HealthRecord {
     pub uptime_s: u64,
     /// Version of the local agent.
     pub version: String,
-}
-
-/// Real sensor nodes known to the source. The simulator and replay have none.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Fleet {
-    pub nodes_online: u32,
-    pub nodes_total: u32,
+    /// The MQTT link to Home Assistant's broker (an addition to the contract's shape).
+    pub mqtt: crate::link::LinkView,
 }
 
 /// Readiness of the routine model that predicts a normal night.

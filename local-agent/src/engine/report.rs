@@ -364,6 +364,7 @@ mod tests {
             channel: None,
             format: WireFormat::Simulator,
             csi: Vec::new(),
+            shape: Default::default(),
         }
     }
 

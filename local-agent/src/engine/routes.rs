@@ -31,6 +31,8 @@ pub struct RouteContext<'a> {
     pub started: Instant,
     pub now: Instant,
     pub snapshot: &'a Snapshot,
+    /// The MQTT link, reported in `/health` (`mqtt`).
+    pub mqtt: &'a crate::link::LinkStatus,
 }
 
 /// The parts of a request the engine looks at.
@@ -83,6 +85,7 @@ pub fn health(ctx: RouteContext<'_>) -> HealthRecord {
         predict: snap.baseline.predict(),
         uptime_s: ctx.now.saturating_duration_since(ctx.started).as_secs(),
         version: VERSION.to_string(),
+        mqtt: ctx.mqtt.view(),
     }
 }
 
@@ -212,12 +215,14 @@ mod tests {
     fn health_is_ok_only_with_a_recent_frame() {
         let started = Instant::now();
         let mut snap = Snapshot::initial(SourceKind::Simulator);
+        let mqtt = crate::link::LinkStatus::off();
         let ctx = |snap: &Snapshot, now| {
             health(RouteContext {
                 port: 1,
                 started,
                 now,
                 snapshot: snap,
+                mqtt: &mqtt,
             })
         };
         assert!(!ctx(&snap, started).ok);

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use super::records::{AnomalyRecord, BaselineRecord, FallRecord, Fleet};
 use super::source::{FeedHandle, SourceEvent, SourceKind};
 use super::watchers::Watch;
+use crate::alerts::PresenceSource;
 use crate::sensing::pipeline::{Estimates, Pipeline, PipelineConfig};
 
 /// Everything a handler needs, frozen at one instant.
@@ -83,6 +84,13 @@ impl Snapshot {
     }
 }
 
+/// The away rule's view of a snapshot (see [`crate::alerts::PresenceSource`]).
+impl PresenceSource for Snapshot {
+    fn present_at(&self, now: Instant) -> bool {
+        self.is_fresh(now) && self.estimates.present
+    }
+}
+
 /// Read side of the published snapshots.
 pub type SnapshotReceiver = watch::Receiver<Arc<Snapshot>>;
 
@@ -102,7 +110,7 @@ impl Runner {
     /// routine learner) sees every published estimate.
     pub fn spawn(feed: FeedHandle, config: PipelineConfig, watch: Watch) -> std::io::Result<Self> {
         let mut first = Snapshot::initial(feed.kind);
-        watch.fill(&mut first);
+        fill(&watch, &mut first);
         let initial = Arc::new(first);
         let (tx, snapshots) = watch::channel(initial);
         let stop = Arc::new(AtomicBool::new(false));
@@ -175,7 +183,7 @@ fn run(
     stop: &AtomicBool,
 ) {
     let mut snap = Snapshot::initial(feed.kind);
-    watch.fill(&mut snap);
+    fill(&watch, &mut snap);
     let mut rate = RateMeter::new();
     tracing::info!(source = %feed.kind, "runner started");
     'outer: while !stop.load(Ordering::Relaxed) {
@@ -237,6 +245,11 @@ fn apply(
     }
 }
 
+/// Puts the watchers' records into a snapshot.
+fn fill(watch: &Watch, snap: &mut Snapshot) {
+    (snap.fall, snap.anomaly, snap.baseline) = watch.records(snap.fleet.nodes_online);
+}
+
 fn publish(
     tx: &watch::Sender<Arc<Snapshot>>,
     snap: &mut Snapshot,
@@ -249,7 +262,7 @@ fn publish(
     snap.published_at = jiff::Timestamp::now();
     snap.rate_hz = rate.rate_hz;
     watch.observe(snap.published_at, &snap.estimates);
-    watch.fill(snap);
+    fill(watch, snap);
     // `send_replace` succeeds even with no receivers, so the runner keeps going between requests.
     tx.send_replace(Arc::new(snap.clone()));
 }

@@ -87,6 +87,7 @@ pub async fn serve(
     snapshots: SnapshotReceiver,
     limits: Limits,
     started: Instant,
+    mqtt: crate::link::LinkStatus,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let port = match listener.local_addr() {
@@ -113,8 +114,10 @@ pub async fn serve(
             break;
         };
         let snapshots = snapshots.clone();
+        let mqtt = mqtt.clone();
         let service = service_fn(move |req: Request<Incoming>| {
             let snapshot = Arc::clone(&snapshots.borrow());
+            let mqtt = mqtt.clone();
             async move {
                 let started_req = Instant::now();
                 let has_body = !req.body().is_end_stream();
@@ -129,6 +132,7 @@ pub async fn serve(
                     started,
                     now: started_req,
                     snapshot: &snapshot,
+                    mqtt: &mqtt,
                 };
                 let response = routes::respond(head, ctx);
                 let status = response.status().as_u16();

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::records::Fleet;
 use crate::sensing::csi::CsiFrame;
 use crate::sensing::source::replay::{ReplayError, ReplaySource};
 use crate::sensing::source::simulator::{self, Segment, SimConfig, Simulator};
@@ -54,6 +53,13 @@ impl fmt::Display for SourceKind {
             SourceKind::Hub => "hub",
         })
     }
+}
+
+/// Real sensor nodes known to the source. The simulator and replay have none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Fleet {
+    pub nodes_online: u32,
+    pub nodes_total: u32,
 }
 
 /// What a source tells the runner.

@@ -161,15 +161,14 @@ impl Watch {
         }
     }
 
-    /// Puts the watchers' records into a snapshot.
-    pub fn fill(&self, snap: &mut super::runner::Snapshot) {
-        snap.fall = self.fall_record();
-        if self.source.is_live() && snap.fleet.nodes_online == 0 {
+    /// The watchers' records for a snapshot whose fleet has `nodes_online` nodes online.
+    pub fn records(&self, nodes_online: u32) -> (FallRecord, AnomalyRecord, BaselineRecord) {
+        let mut fall = self.fall_record();
+        if self.source.is_live() && nodes_online == 0 {
             // A hub with no node online has no live data.
-            snap.fall.active = false;
+            fall.active = false;
         }
-        snap.anomaly = self.anomaly_record();
-        snap.baseline = self.baseline_record();
+        (fall, self.anomaly_record(), self.baseline_record())
     }
 
     pub fn fall_record(&self) -> FallRecord {

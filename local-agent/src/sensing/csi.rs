@@ -23,6 +23,58 @@ pub enum WireFormat {
     Npz,
     /// The embedded simulator.
     Simulator,
+    /// Atheros CSI Tool (ath9k) captures: the binary log and the published CSV export.
+    AtherosCsiTool,
+}
+
+/// How a frame's buffer is organised: receive chains, transmit streams (space-time streams the
+/// sounding PPDU carried) and the channel bandwidth it was measured over.
+///
+/// `csi` holds `rx · tx` blocks of equal length, receive-chain major: block `r · tx + t` is the
+/// channel from transmit stream `t` to receive chain `r`, tones in buffer order. A frame whose
+/// length is not a multiple of `rx · tx` is read as one block. Chains of one receiver share its
+/// oscillator, so the product of two chains on a tone, `h_r · conj(h_s)`, cancels the per-packet
+/// phase offsets every packet carries; single-chain radios (the ESP32) offer no such pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct CsiShape {
+    pub rx: u8,
+    pub tx: u8,
+    /// Bandwidth the tones span, MHz, when the format says (20, 40, 80).
+    pub bandwidth_mhz: Option<u16>,
+}
+
+impl Default for CsiShape {
+    fn default() -> Self {
+        Self::SINGLE
+    }
+}
+
+impl CsiShape {
+    /// One chain, one stream, bandwidth unknown.
+    pub const SINGLE: Self = Self {
+        rx: 1,
+        tx: 1,
+        bandwidth_mhz: None,
+    };
+
+    /// One chain and stream over a known bandwidth.
+    pub fn single(bandwidth_mhz: Option<u16>) -> Self {
+        Self {
+            bandwidth_mhz,
+            ..Self::SINGLE
+        }
+    }
+
+    /// Blocks (chain-stream links) in a buffer of `len` values: `rx · tx` when it divides `len`,
+    /// else 1.
+    pub fn blocks(&self, len: usize) -> usize {
+        let b = usize::from(self.rx.max(1)) * usize::from(self.tx.max(1));
+        if b > 1 && len >= b && len.is_multiple_of(b) {
+            b
+        } else {
+            1
+        }
+    }
 }
 
 /// One channel-state measurement from one node.
@@ -42,14 +94,18 @@ pub struct CsiFrame {
     pub channel: Option<u16>,
     pub format: WireFormat,
     pub csi: Vec<Complex32>,
+    /// Chains, streams and bandwidth of `csi`.
+    pub shape: CsiShape,
 }
 
 pub mod adr018;
+pub mod atheros;
 pub mod csi_tool;
 pub mod error;
 pub mod esp_csi;
 pub mod jsonl;
 pub mod layout;
+mod line;
 pub mod npz;
 mod text;
 
@@ -60,13 +116,14 @@ pub use adr018::{
 pub use csi_tool::parse_csi_tool_line;
 pub use error::ParseError;
 pub use esp_csi::parse_esp_csi_line;
-pub use jsonl::{SkipKind, parse_jsonl_line};
+pub use jsonl::parse_jsonl_line;
 pub use layout::{
     ChipFamily, LtfField, PpduKind, SecondaryChannel, SubcarrierLayout, ZeroSubcarrierTracker,
     layout_for, zero_subcarriers,
 };
+pub use line::parse_text_line;
 pub use npz::{NpzMeta, NpzRecording, parse_npz};
-pub use text::{Record, parse_text_line};
+pub use text::{Record, SkipKind};
 
 /// Largest CSI buffer accepted, in subcarriers. The biggest real layout is 612 bytes (306
 /// subcarriers, HT40 STBC) and 4 antennas × 256 in ADR-018; anything beyond this is corrupt or
@@ -122,6 +179,9 @@ pub struct FrameMeta {
     pub real_timestamp_s: Option<f64>,
     /// ESP32-CSI-Tool role (`AP`, `STA`, `PASSIVE`).
     pub role: Option<String>,
+    /// (AGC gain, FFT gain) as the radio reports them (esp-csi lines of C5/C6 chips). A node
+    /// whose gain changes is not gain-locked.
+    pub gain: Option<(i32, i32)>,
 }
 
 /// Converts an (imag, real) int8 buffer into subcarriers: `k = real buf[2k+1] + i·buf[2k]`.
@@ -139,6 +199,15 @@ pub(crate) fn csi_from_buffer(buf: &[i8], first_word_invalid: bool) -> Vec<Compl
             }
         })
         .collect()
+}
+
+/// The shape of a single-chain ESP32 buffer: the bandwidth its tones span follows from the
+/// layout (the LLTF and HT20 blocks span 20 MHz; HT40 adds a 40 MHz HT-LTF).
+pub(crate) fn shape_for_layout(layout: Option<SubcarrierLayout>) -> CsiShape {
+    CsiShape::single(layout.map(|l| match l.ppdu {
+        PpduKind::Ht40 | PpduKind::Ht40Stbc => 40,
+        _ => 20,
+    }))
 }
 
 /// Checks a buffer's byte count before it is used: non-empty, even and bounded.

@@ -10,4 +10,5 @@ pub mod presence;
 pub mod range;
 pub mod routine;
 pub mod source;
+pub mod still;
 pub mod vitals;

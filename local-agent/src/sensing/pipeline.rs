@@ -11,14 +11,17 @@
 
 use std::collections::HashMap;
 
+use num_complex::Complex32;
+
 use super::calibration::{CalibrationPhase, CalibrationStatus};
-use super::csi::CsiFrame;
+use super::csi::{CsiFrame, CsiShape};
 use super::dsp::rate::{Arrival, RateTracker};
 use super::dsp::resample::{GridStep, UniformGrid};
 use super::motion::{MotionConfig, MotionDetector};
 use super::presence::{BreathEvidence, PresenceTracker};
 use super::range::{RangeEstimator, sanitise};
-use super::vitals::{GRID_HZ, VitalsConfig, VitalsEstimator};
+use super::still::StillCue;
+use super::vitals::{BreathDiag, GRID_HZ, HeartDiag, VitalsConfig, VitalsEstimator};
 
 /// Tunables of the pipeline. `Default` gives the production settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,12 +80,63 @@ pub struct Estimates {
     pub moving: bool,
     /// Links (node, layout) currently contributing.
     pub links: usize,
+    /// Why `breathing_bpm` is null (`None` while a rate is shown).
+    pub breathing_null: Option<VitalNull>,
+    /// Why `heart_bpm` is null (`None` while a rate is shown).
+    pub heart_null: Option<VitalNull>,
     /// Unsmoothed motion of the latest grid tick: the mean packet-to-packet amplitude change
     /// (relative to the mean amplitude), max over links. Not calibrated: only its ratio to the
     /// same link's recent level means anything (a recalibration must not move it). `motion` is
     /// smoothed for display and presence; this keeps the short burst of a fall's impact for the
     /// fall monitor.
     pub motion_burst: f64,
+    /// Seconds of still data the vitals window of the most advanced present link holds (a rate
+    /// needs a full window: `VitalsConfig::breath_min_window` grid samples).
+    pub still_s: f64,
+    /// The filtered chest motion of the link with the strongest breathing-band peak, at the
+    /// vitals grid rate (10 Hz), oldest first; `None` before a still window was analysed.
+    #[serde(skip)]
+    pub breathing_wave: Option<std::sync::Arc<[f32]>>,
+}
+
+/// Why a vital sign carries no value, for people looking at a null.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VitalNull {
+    /// Nobody is in the room (or nobody has been found yet).
+    NotPresent,
+    /// The empty-room calibration is still running and nobody has been found.
+    Calibrating,
+    /// Someone moves: body motion swamps chest motion.
+    Moving,
+    /// Still, but the analysis window is filling (24–30 s of stillness are needed, then three
+    /// agreeing windows).
+    Settling,
+    /// Still and analysed, but no rate passed the quality gates.
+    WeakSignal,
+    /// Heart only: no breathing rate, so breathing cannot be removed from the heart band.
+    NoBreathing,
+}
+
+/// The detail behind the fused vitals, for the live view: the chest-motion waveform of the link
+/// that carries breathing, and what the heart estimators saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VitalsDetail {
+    /// Link (node id) the waveform comes from.
+    pub node_id: Option<String>,
+    /// Filtered chest motion (breathing band, drift removed), unit RMS, oldest first.
+    pub breathing_waveform: Vec<f32>,
+    /// Sample rate of the waveform, Hz.
+    pub waveform_hz: f32,
+    /// Series the link analyses (amplitudes + phases), and phase series among the breathing
+    /// selection (0 = amplitude only).
+    pub series: usize,
+    pub breathing_phase_series: usize,
+    pub breathing: BreathDiag,
+    pub heart: HeartDiag,
+    /// The still-presence cue and the threshold it must stay above.
+    pub still_cue: Option<f32>,
+    pub still_threshold: f32,
 }
 
 /// Subcarriers of the LLTF block used for range (the series every layout shares).
@@ -93,7 +147,7 @@ const MAX_SUBCARRIERS: usize = 2048;
 const STALE_FRAMES_PER_STREAM: u64 = 200;
 
 /// What one link reports to the fusion.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct LinkView {
     present: bool,
     moving: bool,
@@ -106,6 +160,21 @@ struct LinkView {
     range_snr: Option<f64>,
     calibration: CalibrationStatus,
     burst: f64,
+    still_s: f64,
+    wave: Option<std::sync::Arc<[f32]>>,
+    wave_snr: f64,
+    /// The vitals window is still filling (not enough still data analysed yet).
+    settling: bool,
+}
+
+/// Where a link's phase series come from.
+#[derive(Debug, Clone, PartialEq)]
+enum PhaseSource {
+    /// Products `h_a · conj(h_b)` of these block pairs (same stream, two receive chains), per
+    /// tone: the per-packet phase offsets the chains share cancel.
+    ChainPairs(Vec<(usize, usize)>),
+    /// One chain: the phase of the sanitised subcarriers (the range block).
+    Sanitised,
 }
 
 #[derive(Debug)]
@@ -116,17 +185,60 @@ struct Link {
     presence: PresenceTracker,
     vitals: VitalsEstimator,
     range: RangeEstimator,
+    still: StillCue,
     n_sc: usize,
+    shape: CsiShape,
+    /// Tones per block (chain-stream link), and blocks per frame.
+    tones: usize,
+    blocks: usize,
+    /// Per-block mean amplitude of the current frame.
+    block_mean: Vec<f32>,
+    /// What the motion detector sees: the amplitudes, averaged over the blocks when there are
+    /// several.
+    motion_in: Vec<f32>,
+    phase_source: PhaseSource,
+    /// Complex products per frame (0 for a single chain).
+    n_prod: usize,
+    /// Subcarriers handed to the range estimator.
+    n_range: usize,
     amps: Vec<f32>,
     row: Vec<f32>,
     sanitised: Vec<f32>,
+    /// Phase tracking per phase series: last valid value on the grid and its unwrapped phase.
+    last_z: Vec<Complex32>,
+    unwrapped: Vec<f32>,
+    phases: Vec<f32>,
+    done: Vec<f32>,
     last_frame: u64,
     view: LinkView,
 }
 
 impl Link {
-    fn new(cfg: &PipelineConfig, n_sc: usize) -> Self {
+    fn new(cfg: &PipelineConfig, n_sc: usize, shape: CsiShape) -> Self {
         let tick = 1.0 / f64::from(GRID_HZ);
+        let blocks = shape.blocks(n_sc);
+        let tones = n_sc / blocks.max(1);
+        let (rx, tx) = (usize::from(shape.rx.max(1)), usize::from(shape.tx.max(1)));
+        let phase_source = if blocks > 1 && rx >= 2 {
+            let mut pairs = Vec::new();
+            for t in 0..tx {
+                for a in 0..rx {
+                    for b in a + 1..rx {
+                        pairs.push((a * tx + t, b * tx + t));
+                    }
+                }
+            }
+            PhaseSource::ChainPairs(pairs)
+        } else {
+            PhaseSource::Sanitised
+        };
+        let n_prod = match &phase_source {
+            PhaseSource::ChainPairs(p) => p.len() * tones,
+            PhaseSource::Sanitised => 0,
+        };
+        // Range looks at the first block's tones (the first 64 slots of an ESP32 buffer).
+        let n_range = RANGE_SUBCARRIERS.min(tones);
+        let n_phase = if n_prod > 0 { n_prod } else { n_range };
         Self {
             rate: RateTracker::new(),
             grid: UniformGrid::new(tick, cfg.max_gap_s),
@@ -137,10 +249,23 @@ impl Link {
             presence: PresenceTracker::new(),
             vitals: VitalsEstimator::new(cfg.vitals.clone()),
             range: RangeEstimator::new(),
+            still: StillCue::new(),
             n_sc,
+            shape,
+            tones,
+            blocks,
+            block_mean: vec![0.0; blocks],
+            motion_in: Vec::with_capacity(tones),
+            phase_source,
+            n_prod,
+            n_range,
             amps: Vec::with_capacity(n_sc),
-            row: Vec::with_capacity(n_sc + 2 * RANGE_SUBCARRIERS),
-            sanitised: Vec::with_capacity(2 * RANGE_SUBCARRIERS),
+            row: Vec::with_capacity(n_sc + 2 * n_prod + 2 * n_range),
+            sanitised: Vec::with_capacity(2 * n_range),
+            last_z: vec![Complex32::new(0.0, 0.0); n_phase],
+            unwrapped: vec![0.0; n_phase],
+            phases: Vec::with_capacity(n_phase),
+            done: Vec::new(),
             last_frame: 0,
             view: LinkView::default(),
         }
@@ -160,7 +285,9 @@ impl Link {
     }
 
     fn push_inner(&mut self, frame: &CsiFrame, frame_no: u64) -> (bool, bool) {
-        // Gain normalisation per packet: AGC swings the whole packet by ±15–30%.
+        // Gain normalisation per packet and per receive chain: AGC swings the whole packet by
+        // ±15–30 % on an ESP32, and each chain of a multi-antenna card by itself (the Atheros
+        // captures' chain levels jump by 18 % from packet to packet, median).
         self.amps.clear();
         let mut sum = 0.0f32;
         let mut valid = 0usize;
@@ -177,6 +304,15 @@ impl Link {
             return (false, false);
         }
         let mean = sum / valid as f32;
+        let t = self.tones;
+        for (b, m) in self.block_mean.iter_mut().enumerate() {
+            let blk = &self.amps[(b * t).min(self.amps.len())..((b + 1) * t).min(self.amps.len())];
+            let (s, n) = blk
+                .iter()
+                .filter(|a| **a > 0.0)
+                .fold((0.0f32, 0usize), |(s, n), a| (s + a, n + 1));
+            *m = if n > 0 && s > 0.0 { s / n as f32 } else { mean };
+        }
         match self.rate.observe(frame.t_s) {
             Arrival::Reordered => return (false, false),
             Arrival::ClockReset => {
@@ -191,13 +327,53 @@ impl Link {
         if let Some(rate) = self.rate.take_rederive() {
             self.motion.set_rate(rate);
         }
-        let inv = 1.0 / mean;
-        self.amps.iter_mut().for_each(|a| *a *= inv);
-        self.motion.push(frame.t_s, &self.amps);
-        let nr = RANGE_SUBCARRIERS.min(frame.csi.len());
-        sanitise(&frame.csi, nr, mean, &mut self.sanitised);
+        for (b, blk) in self.amps.chunks_mut(t.max(1)).enumerate() {
+            let inv = 1.0 / self.block_mean.get(b).copied().unwrap_or(mean);
+            blk.iter_mut().for_each(|a| *a *= inv);
+        }
+        if self.blocks > 1 {
+            // One motion input per tone, averaged over the chain-stream blocks: a moving body
+            // changes them all, while their per-packet noise (3 % on one Atheros block at
+            // 10 Hz, the ESP32's unaveraged level) averages down.
+            self.motion_in.clear();
+            self.motion_in.resize(t, 0.0);
+            let w = 1.0 / self.blocks as f32;
+            for blk in self.amps.chunks(t) {
+                for (m, a) in self.motion_in.iter_mut().zip(blk) {
+                    *m += a * w;
+                }
+            }
+            self.motion.push(frame.t_s, &self.motion_in);
+        } else {
+            self.motion.push(frame.t_s, &self.amps);
+        }
+        sanitise(
+            &frame.csi[..t.min(frame.csi.len())],
+            self.n_range,
+            self.block_mean.first().copied().unwrap_or(mean),
+            &mut self.sanitised,
+        );
         self.row.clear();
         self.row.extend_from_slice(&self.amps);
+        if let PhaseSource::ChainPairs(pairs) = &self.phase_source {
+            for &(a, b) in pairs {
+                // Normalised by the two chains' mean levels, so that cell averages are not
+                // dominated by the packets the AGC happened to amplify.
+                let norm = 1.0
+                    / (self.block_mean.get(a).copied().unwrap_or(mean)
+                        * self.block_mean.get(b).copied().unwrap_or(mean));
+                let (ha, hb) = (
+                    &frame.csi[a * t..(a + 1) * t],
+                    &frame.csi[b * t..(b + 1) * t],
+                );
+                for (x, y) in ha.iter().zip(hb) {
+                    let z = x * y.conj() * norm;
+                    let ok = z.re.is_finite() && z.im.is_finite();
+                    self.row.push(if ok { z.re } else { 0.0 });
+                    self.row.push(if ok { z.im } else { 0.0 });
+                }
+            }
+        }
         self.row.extend_from_slice(&self.sanitised);
         self.last_frame = frame_no;
         let mut ticked = false;
@@ -219,28 +395,74 @@ impl Link {
         (true, ticked)
     }
 
+    /// Phase of every phase series on this tick, unwrapped along time (steps between ticks are
+    /// far below π for chest motion), NaN where the series has no value.
+    fn track_phases(&mut self, z: &[f32]) {
+        self.phases.clear();
+        for (j, pair) in z.chunks_exact(2).enumerate() {
+            let Some(last) = self.last_z.get_mut(j) else {
+                break;
+            };
+            let c = Complex32::new(pair[0], pair[1]);
+            let m = c.norm_sqr();
+            if !(m > 0.0 && m.is_finite()) {
+                self.phases.push(f32::NAN);
+                continue;
+            }
+            if last.norm_sqr() > 0.0 {
+                self.unwrapped[j] += (c * last.conj()).arg();
+            } else {
+                self.unwrapped[j] = c.arg();
+            }
+            *last = c;
+            self.phases.push(self.unwrapped[j]);
+        }
+    }
+
     fn on_tick(&mut self, t_s: f64, tick_s: f64) {
         let n = self.n_sc;
-        let done = self.grid.completed();
-        if done.len() < n {
+        let np = 2 * self.n_prod;
+        let mut done = std::mem::take(&mut self.done);
+        done.clear();
+        done.extend_from_slice(self.grid.completed());
+        if done.len() < n + np {
+            self.done = done;
             return;
         }
         let burst = f64::from(self.motion.take_peak());
         let b = self.vitals.breathing;
+        let still_cue = self.still.on_tick(
+            self.vitals.breath_cue(),
+            self.motion.moving(),
+            b.bpm.is_some(),
+            self.motion.calibration().calibrating(),
+            self.presence.present(),
+        );
         let evidence = BreathEvidence {
             analysed: b.analysed,
             candidate: b.candidate_hz.is_some(),
             accepted: b.bpm.is_some(),
+            still_cue,
         };
         let moving = self.motion.moving();
         self.presence.on_tick(t_s, tick_s, moving, evidence);
-        let (amps, h) = done.split_at(n);
-        self.vitals.push_tick(amps, moving);
+        let (amps, rest) = done.split_at(n);
+        let (prod, h) = rest.split_at(np);
+        if np > 0 {
+            self.track_phases(prod);
+        } else {
+            self.track_phases(h);
+        }
+        self.vitals.push_tick(amps, &self.phases, moving);
         self.range.push_tick(h, !moving);
+        self.done = done;
         let present = self.presence.present();
         let still = present && !moving;
         let b = self.vitals.breathing;
         let hr = self.vitals.heart;
+        // Range needs bandwidth: a 20 MHz frame's delay cell is ~18 m of path, far longer than
+        // any in-room excess path (see `range`).
+        let wide = self.shape.bandwidth_mhz.is_some_and(|bw| bw >= 40);
         self.view = LinkView {
             present,
             moving,
@@ -249,10 +471,14 @@ impl Link {
             breathing_snr: b.snr.filter(|_| present),
             heart: hr.bpm.filter(|_| still && b.bpm.is_some()),
             heart_snr: hr.snr.filter(|_| present),
-            range: self.range.range_m.filter(|_| present),
+            range: self.range.range_m.filter(|_| present && wide),
             range_snr: self.range.strength.filter(|_| present),
             calibration: self.motion.calibration(),
             burst,
+            still_s: self.vitals.still_samples() as f64 * tick_s,
+            wave: self.vitals.breathing_wave.clone(),
+            wave_snr: b.snr.unwrap_or(0.0),
+            settling: !b.analysed,
         };
     }
 }
@@ -263,6 +489,8 @@ pub struct Pipeline {
     config: PipelineConfig,
     links: HashMap<(String, usize), Link>,
     estimates: Estimates,
+    /// The link the latest breathing detail comes from.
+    detail_link: Option<(String, usize)>,
 }
 
 impl Pipeline {
@@ -272,8 +500,11 @@ impl Pipeline {
             links: HashMap::new(),
             estimates: Estimates {
                 calibrating: true,
+                breathing_null: Some(VitalNull::Calibrating),
+                heart_null: Some(VitalNull::Calibrating),
                 ..Estimates::default()
             },
+            detail_link: None,
         }
     }
 
@@ -284,8 +515,16 @@ impl Pipeline {
             return;
         }
         let frame_no = self.estimates.frames + 1;
-        let key_exists = self.links.contains_key(&(frame.node_id.clone(), n));
-        if !key_exists {
+        let key = (frame.node_id.clone(), n);
+        // A stream whose chain layout changed is a different stream.
+        if self
+            .links
+            .get(&key)
+            .is_some_and(|l| (l.shape.rx, l.shape.tx) != (frame.shape.rx, frame.shape.tx))
+        {
+            self.links.remove(&key);
+        }
+        if !self.links.contains_key(&key) {
             if !frame
                 .csi
                 .iter()
@@ -295,9 +534,9 @@ impl Pipeline {
             }
             self.evict_if_full();
             self.links
-                .insert((frame.node_id.clone(), n), Link::new(&self.config, n));
+                .insert(key.clone(), Link::new(&self.config, n, frame.shape));
         }
-        let Some(link) = self.links.get_mut(&(frame.node_id.clone(), n)) else {
+        let Some(link) = self.links.get_mut(&key) else {
             return;
         };
         let (accepted, ticked) = link.push(frame, frame_no);
@@ -366,16 +605,36 @@ impl Pipeline {
         let mut best_h: Option<(f64, f64)> = None;
         let mut best_r: Option<(f64, f64)> = None;
         let mut cal: Option<CalibrationStatus> = None;
-        for link in self.links.values() {
+        let mut wave_snr = f64::NEG_INFINITY;
+        let mut any_settling = false;
+        let mut detail: Option<(&(String, usize), f64)> = None;
+        for (key, link) in &self.links {
             if now.saturating_sub(link.last_frame) > horizon {
                 continue;
             }
+            let s = link.view.breathing_snr.unwrap_or(0.0)
+                + if link.view.breathing.is_some() {
+                    1e6
+                } else {
+                    0.0
+                };
+            if detail.is_none_or(|(_, best)| s > best) {
+                detail = Some((key, s));
+            }
+            any_settling |= link.view.present && !link.view.moving && link.view.settling;
             e.links += 1;
             if let Some(r) = link.rate.rate_hz() {
                 rate += r;
             }
             let v = &link.view;
             cal = Some(least_calibrated(cal, v.calibration));
+            if v.present {
+                e.still_s = e.still_s.max(v.still_s);
+            }
+            if v.wave.is_some() && v.wave_snr > wave_snr {
+                wave_snr = v.wave_snr;
+                e.breathing_wave.clone_from(&v.wave);
+            }
             e.present |= v.present;
             e.moving |= v.moving;
             e.motion = e.motion.max(v.motion);
@@ -387,6 +646,7 @@ impl Pipeline {
             pick(&mut best_h, v.heart, v.heart_snr);
             pick(&mut best_r, v.range, v.range_snr);
         }
+        self.detail_link = detail.map(|(k, _)| k.clone());
         e.rate_hz = (rate > 0.0).then_some(rate);
         e.calibration = cal.unwrap_or_default();
         e.calibrating = e.calibration.calibrating() || e.links == 0;
@@ -408,6 +668,31 @@ impl Pipeline {
             e.heart_strength = None;
             e.range_strength = None;
         }
+        let reason = if !e.present {
+            Some(if e.calibrating {
+                VitalNull::Calibrating
+            } else {
+                VitalNull::NotPresent
+            })
+        } else if e.moving {
+            Some(VitalNull::Moving)
+        } else if any_settling {
+            Some(VitalNull::Settling)
+        } else {
+            Some(VitalNull::WeakSignal)
+        };
+        e.breathing_null = if e.breathing_bpm.is_some() {
+            None
+        } else {
+            reason
+        };
+        e.heart_null = if e.heart_bpm.is_some() {
+            None
+        } else if e.present && !e.moving && e.breathing_bpm.is_none() && !any_settling {
+            Some(VitalNull::NoBreathing)
+        } else {
+            reason
+        };
         self.estimates = e;
     }
 
@@ -416,10 +701,30 @@ impl Pipeline {
         self.estimates.clone()
     }
 
+    /// The waveform and heart diagnostics behind the current vitals (the link with the
+    /// strongest breathing), for the live view. Empty when there is no link.
+    pub fn vitals_detail(&self) -> VitalsDetail {
+        let Some(link) = self.detail_link.as_ref().and_then(|k| self.links.get(k)) else {
+            return VitalsDetail::default();
+        };
+        VitalsDetail {
+            node_id: self.detail_link.as_ref().map(|k| k.0.clone()),
+            breathing_waveform: link.vitals.waveform().to_vec(),
+            waveform_hz: GRID_HZ,
+            series: link.vitals.series_count(),
+            breathing_phase_series: link.vitals.breath_phase_series(),
+            breathing: link.vitals.breath_diag,
+            heart: link.vitals.heart_diag,
+            still_cue: link.still.level(),
+            still_threshold: link.still.threshold(),
+        }
+    }
+
     /// Forgets the learned background and starts a new calibration.
     pub fn recalibrate(&mut self) {
         for link in self.links.values_mut() {
             link.motion.recalibrate();
+            link.still.recalibrate();
             link.range.reset();
             link.view.calibration = link.motion.calibration();
         }
@@ -514,6 +819,7 @@ mod tests {
             channel: None,
             format: WireFormat::Simulator,
             csi,
+            shape: Default::default(),
         }
     }
 

@@ -28,6 +28,9 @@ pub struct BreathEvidence {
     pub candidate: bool,
     /// A breathing rate is accepted (gates and persistence).
     pub accepted: bool,
+    /// The still-presence cue holds a still person (`sensing::still`): armed by an accepted
+    /// breath, held by breathing-band energy while no rate is accepted.
+    pub still_cue: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -82,6 +85,7 @@ impl PresenceTracker {
             .is_some_and(|b| t_s - b >= 0.0 && t_s - b <= BREATH_HOLD_S);
         let raw = moving
             || breath.accepted
+            || breath.still_cue
             || (breath_hold && breath.analysed)
             || (bridge && !breath.analysed)
             || (bridge && breath.candidate);
@@ -108,6 +112,7 @@ mod tests {
         analysed: true,
         candidate: false,
         accepted: false,
+        still_cue: false,
     };
 
     #[test]
@@ -151,6 +156,7 @@ mod tests {
             analysed: true,
             candidate: true,
             accepted: true,
+            still_cue: false,
         };
         for i in 20..40 {
             p.on_tick(f64::from(i) * 0.1, 0.1, false, breathing);

@@ -1,64 +1,118 @@
-//! Breathing and heart rate of one link, from gain-normalised amplitudes on the uniform grid.
+//! Breathing and heart rate of one link, from the link's candidate series on the uniform grid.
 //!
-//! Chest motion modulates a few subcarriers strongly and most not at all, and neighbouring
-//! subcarriers can move in antiphase (adding them cancels the signal). So the estimator keeps the
-//! top 8 subcarriers by vital-band SNR, aligns their signs by correlating their band-passed series
-//! with the best one, weights them by SNR, and refits that selection every 6 s. The combined
-//! series is high-passed at 0.07 Hz (drift) and analysed every second; a rate is emitted only
-//! after prominence, SNR, concentration, peak-width, cross-subcarrier coherence and 3-window
-//! persistence gates pass.
+//! **Series.** Each link hands in two kinds of series per grid tick: gain-normalised amplitudes
+//! (one per subcarrier, every radio has them) and phases. On a receiver with several chains the
+//! phases are those of `h_r · conj(h_s)` for each pair of receive chains, each transmit stream
+//! and each tone: the chains share one oscillator, so the product cancels the per-packet phase
+//! offsets and what is left moves with the path lengths, i.e. with the chest. A single-chain radio
+//! (the ESP32) gives the phase of its sanitised subcarriers instead (common phase and linear
+//! slope removed per packet). Amplitude alone throws away most of what a multi-antenna receiver
+//! sees: on the BreathSense captures the breathing shows in the chain-pair phase of most tones
+//! and only weakly in any amplitude.
 //!
-//! The coherence gate is what keeps an empty room empty. Picking the 8 best of ~52 noise-only
-//! subcarriers by their strongest breathing-band peak and sign-aligning them to the best one is a
+//! **Selection and combination.** Chest motion moves a few series strongly and most not at all,
+//! and neighbouring series can move in antiphase (adding them cancels the signal). Every series
+//! keeps a running breathing-band quality (band-passed energy over first-difference energy,
+//! cheap per tick). Every 6 s the best candidates (all of them when there are at most
+//! [`FULL_SCAN`], else the [`PRESELECT`] best by that quality) are scored by the SNR of their own
+//! spectral peak, the top 8 are kept, their signs aligned by correlating their band-passed
+//! series with the best one, and they are summed with maximum-ratio weights
+//! (`sqrt(snr·(1+snr))`) before the spectrum. The combined series is high-passed (drift) and
+//! analysed every second; a rate is emitted only after prominence, SNR, concentration,
+//! peak-width, cross-series coherence and 3-window persistence gates pass.
+//!
+//! The coherence gate is what keeps an empty room empty. Picking the 8 best of many noise-only
+//! series by their strongest breathing-band peak and sign-aligning them to the best one is a
 //! search over hundreds of chances; its winner is a tone-narrow peak that passes every
 //! single-series gate, and the 1 s hop over a 30 s window makes it "persist" for several windows.
-//! Chest motion changes one body path, so it moves every subcarrier it reaches with the same
-//! waveform (band-passed correlation with the best subcarrier 0.5–0.98 on the simulator); the
-//! chosen noise subcarriers are nearly independent (0.04–0.35). Heart rate is searched after notching the 2nd–4th
-//! breathing harmonics (the 3rd harmonic of 15 br/min sits at 45 bpm, RuView's infamous reading),
-//! and breathing folds 2:1 when its first harmonic outshines a real fundamental.
+//! Chest motion changes one body path, so it moves every series it reaches with the same
+//! waveform; the chosen noise series are nearly independent.
+//!
+//! **Heart.** The heartbeat rides on the same paths as the breath at a tenth of its
+//! displacement or less, and breathing's harmonics fill the heart band. The breath is removed in
+//! the time domain ([`BreathModel`]: harmonics locked to the tracked breathing phase, with depth
+//! changes) from every heart candidate before it is scored and from the combination before its
+//! spectrum. Two estimators then look at what is left: the spectral peak (gated) and the median
+//! beat-to-beat interval of the band-passed pulse train ([`beat_rate`]). A heart rate is a
+//! candidate only when both agree within [`HEART_AGREE_BPM`] and the beat train is regular; it
+//! is emitted after persistence. A wrong heart rate is worse than none.
 
+use super::dsp::beats::beat_rate;
 use super::dsp::filter::{BandPass, highpass_zero_phase};
 use super::dsp::hampel::hampel_in_place;
+use super::dsp::harmonics::BreathModel;
 use super::dsp::spectrum::{Peak, PeakGates, Persistence, Spectrum, SpectrumAnalyzer};
 
 /// Rate of the uniform grid the vitals run on, Hz.
 pub const GRID_HZ: f32 = 10.0;
-/// Breathing band, Hz (6–30 br/min).
-pub const BREATH_BAND: (f32, f32) = (0.1, 0.5);
-/// Band used to pick breathing subcarriers (a little wider so edge rates still select).
-pub const BREATH_SELECT_BAND: (f32, f32) = (0.08, 0.6);
-/// Slow drift band: when it dominates, the "breathing" is posture or furniture drift.
-pub const DRIFT_BAND: (f32, f32) = (0.03, 0.1);
+/// Breathing band, Hz (5–33 br/min): a slow 6 br/min breath (0.1 Hz) must sit inside the band,
+/// not on its edge, where a rising slope is rejected.
+pub const BREATH_BAND: (f32, f32) = (0.083, 0.55);
+/// Band used to pick breathing series (a little wider so edge rates still select).
+pub const BREATH_SELECT_BAND: (f32, f32) = (0.07, 0.6);
+/// Slow drift band: when it dominates, the "breathing" is posture or furniture drift. Its top
+/// moves down for slow breaths so that the breath's own main lobe is not taken for drift.
+pub const DRIFT_BAND: (f32, f32) = (0.02, 0.1);
 /// Drift removed below this before the breathing spectrum (see `highpass_zero_phase`).
-pub const DRIFT_CUTOFF_HZ: f32 = 0.07;
+pub const DRIFT_CUTOFF_HZ: f32 = 0.055;
 /// Heart band, Hz (50–120 bpm).
 pub const HEART_BAND: (f32, f32) = (0.83, 2.0);
+/// Band the beat-interval estimator filters with (a little wider than the heart band so a
+/// pulse's shape survives).
+pub const BEAT_FILTER_BAND: (f32, f32) = (0.7, 2.4);
+/// Largest disagreement between the spectral and the beat-interval heart rate, bpm.
+pub const HEART_AGREE_BPM: f32 = 4.0;
+/// Least share of regular beat intervals (within ±20 % of the median). 0.7 let a consistent
+/// wrong rate through on an ECG-timed stream with ectopic beats (MIT-BIH 208).
+pub const HEART_REGULARITY: f32 = 0.8;
+/// A heart candidate this close to a breathing harmonic (2nd and up) is refused: what the
+/// breath model leaves of a harmonic can pass both estimators (the spectral peak dominates the
+/// band-passed pulse train), and a harmonic is the classic wrong heart rate (ECG-timed streams:
+/// 4 × 15.6 br/min read as 62 bpm for a true 97).
+pub const HARMONIC_GUARD_HZ: f32 = 0.04;
 
+/// Concentration 0.5: a slow breath (6 br/min, three cycles in a 30 s window) keeps only
+/// 0.49–0.55 of the band's power within ±1 bin on the BreathSense captures (the tuning half);
+/// the simulator's noise-only windows that pass every other gate are stopped by coherence.
 pub const BREATH_GATES: PeakGates = PeakGates {
     prominence: 1.5,
     snr: 5.0,
-    concentration: 0.6,
+    concentration: 0.5,
     max_width: 1.6,
 };
-/// Least median band-passed correlation between the selected subcarriers and the best one for a
+/// Least median band-passed correlation between the selected series and the best one for a
 /// breathing candidate (see `Selection::coherence`). Measured on the simulator: empty room
 /// 0.04–0.35 (median 0.13) on windows whose peak passed every other gate; a still breathing
 /// person 0.53–0.98.
 pub const BREATH_COHERENCE: f32 = 0.4;
-/// Half-width of the notch around each breathing harmonic in the heart spectrum, Hz. With the
-/// 30 s heart window the main lobe is about ±0.05 Hz; wider notches blank most of the band once
-/// every harmonic is notched.
-pub const HARMONIC_NOTCH_HZ: f32 = 0.05;
-/// A heart peak just outside a harmonic's notch must be this many times stronger than the
-/// harmonic itself, or it is taken for the harmonic's skirt.
-pub const HARMONIC_MARGIN: f32 = 2.0;
+/// A peak this far above the band's floor needs less coherence: a faint rhythm that only a few
+/// series carry well (the BreathSense phantom at 24 br/min: SNR 60–200, coherence 0.3–0.5).
+/// The simulator's empty rooms reach SNR 36 at coherence 0.11 at most.
+pub const STRONG_BREATH_SNR: f32 = 25.0;
+pub const STRONG_BREATH_COHERENCE: f32 = 0.25;
+/// Least coherence for the still-presence cue to count a breathing-band peak.
+pub const CUE_COHERENCE: f32 = 0.25;
+/// With the breath subtracted, the heart peak only has to stand out from the residual; the
+/// beat-interval agreement is the second, independent test.
 pub const HEART_GATES: PeakGates = PeakGates {
-    prominence: 4.0,
-    snr: 8.0,
-    concentration: 0.55,
-    max_width: 1.6,
+    prominence: 2.0,
+    snr: 6.0,
+    concentration: 0.4,
+    max_width: 1.8,
 };
+/// Series counts up to this are all scored by their spectrum at each re-selection.
+pub const FULL_SCAN: usize = 128;
+/// Above [`FULL_SCAN`], this many series with the best running breathing-band quality are.
+pub const PRESELECT: usize = 32;
+
+/// The drift-free chest motion, low-passed above the breathing band so a person can see the
+/// breaths (the spectrum works on the unfiltered series). Runs once per analysis (1 s).
+fn display_wave(combined: &[f32]) -> Option<std::sync::Arc<[f32]>> {
+    let bp = BandPass::new(GRID_HZ, DRIFT_CUTOFF_HZ, BREATH_SELECT_BAND.1 + 0.2)?;
+    let mut out = Vec::with_capacity(combined.len());
+    bp.filter_series(combined, &mut out);
+    out.iter().all(|v| v.is_finite()).then(|| out.into())
+}
 
 /// Tunables (grid samples at `GRID_HZ`).
 #[derive(Debug, Clone, PartialEq)]
@@ -71,9 +125,9 @@ pub struct VitalsConfig {
     pub heart_min_window: usize,
     /// Grid samples between analyses.
     pub hop: usize,
-    /// Grid samples between subcarrier re-selections.
+    /// Grid samples between series re-selections.
     pub refit: usize,
-    /// Subcarriers kept.
+    /// Series kept.
     pub top_k: usize,
 }
 
@@ -83,7 +137,7 @@ impl Default for VitalsConfig {
             breath_window: 300,
             breath_min_window: 240,
             heart_window: 300,
-            heart_min_window: 120,
+            heart_min_window: 200,
             hop: 10,
             refit: 60,
             top_k: 8,
@@ -104,27 +158,131 @@ pub struct VitalReading {
     pub analysed: bool,
 }
 
+/// What the latest breathing analysis saw, gate by gate (diagnostics and the live view).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BreathDiag {
+    pub peak: Option<Peak>,
+    pub coherence: f32,
+    /// The drift band stayed below the peak.
+    pub drift_ok: bool,
+}
+
+/// What the latest heart analysis saw, for diagnostics and the live view.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct HeartDiag {
+    /// Spectral peak of the breath-free combination, bpm, whether or not it passed its gates.
+    pub spectral_bpm: Option<f32>,
+    /// The spectral peak passed its gates.
+    pub spectral_gated: bool,
+    /// Beat-interval rate, bpm.
+    pub beat_bpm: Option<f32>,
+    /// Share of regular beat intervals.
+    pub beat_regularity: Option<f32>,
+    /// The breath model was fitted (a breathing rate was available).
+    pub breath_removed: bool,
+}
+
 #[derive(Debug, Clone, Default)]
 struct Selection {
     idx: Vec<usize>,
     sign_weight: Vec<f32>,
     age: usize,
-    /// Median |correlation| of the other selected subcarriers' band-passed series with the
-    /// best one's: chest motion moves every subcarrier with one waveform, noise does not.
+    /// Median |correlation| of the other selected series' band-passed series with the best
+    /// one's: chest motion moves every series with one waveform, noise does not.
     coherence: f32,
+    /// Phase series among the selected ones.
+    phase_count: usize,
+}
+
+/// Running breathing-band quality of one series: a first-order high-pass and low-pass pair
+/// (cheap, per tick) and EMAs of the band energy and of the second-difference energy (the noise
+/// floor: it passes white noise 6:1 and suppresses a 0.45 Hz breath by 160:1, a 0.1 Hz one by
+/// 64 000:1, so fast and slow breathing rank alike).
+#[derive(Debug, Clone, Copy, Default)]
+struct BandStat {
+    prev_x: f32,
+    prev_dx: f32,
+    hp: f32,
+    lp: f32,
+    band_e: f32,
+    diff_e: f32,
+    warm: bool,
+    /// Samples since the last restart (the EMA averages plainly until its memory is reached).
+    n: u32,
+}
+
+/// First-order filter coefficients on the grid (computed once).
+#[derive(Debug, Clone, Copy)]
+struct BandCoef {
+    hp: f32,
+    lp: f32,
+    ema: f32,
+}
+
+impl BandCoef {
+    fn new() -> Self {
+        let dt = 1.0 / GRID_HZ;
+        let rc_hp = 1.0 / (std::f32::consts::TAU * BREATH_SELECT_BAND.0);
+        let rc_lp = 1.0 / (std::f32::consts::TAU * BREATH_SELECT_BAND.1);
+        Self {
+            hp: rc_hp / (rc_hp + dt),
+            lp: dt / (rc_lp + dt),
+            // 20 s memory.
+            ema: dt / 20.0,
+        }
+    }
+}
+
+impl BandStat {
+    fn push(&mut self, x: f32, c: BandCoef) {
+        if !x.is_finite() {
+            self.warm = false;
+            return;
+        }
+        if !self.warm {
+            *self = Self {
+                prev_x: x,
+                warm: true,
+                ..Self::default()
+            };
+            return;
+        }
+        let dx = x - self.prev_x;
+        self.prev_x = x;
+        let d2 = dx - self.prev_dx;
+        self.prev_dx = dx;
+        self.hp = c.hp * (self.hp + dx);
+        self.lp += c.lp * (self.hp - self.lp);
+        self.n = self.n.saturating_add(1);
+        let a = c.ema.max(1.0 / self.n as f32);
+        self.band_e += a * (self.lp * self.lp - self.band_e);
+        self.diff_e += a * (d2 * d2 - self.diff_e);
+    }
+
+    fn quality(&self) -> f32 {
+        if !self.warm || self.diff_e <= 0.0 {
+            return 0.0;
+        }
+        self.band_e / self.diff_e
+    }
 }
 
 /// Per-link vitals estimator.
 #[derive(Debug)]
 pub struct VitalsEstimator {
     cfg: VitalsConfig,
-    n_sc: usize,
+    /// Amplitude series come first, phase series after them.
+    n_amp: usize,
+    n_series: usize,
     cap: usize,
+    /// Series-major ring of grid samples; NaN marks a sample the series did not have.
     ring: Vec<f32>,
     head: usize,
     count: usize,
     still: usize,
     since_hop: usize,
+    stats: Vec<BandStat>,
+    coef: BandCoef,
     sel_breath: Selection,
     sel_heart: Selection,
     fft_breath: SpectrumAnalyzer,
@@ -133,14 +291,28 @@ pub struct VitalsEstimator {
     pers_heart: Persistence,
     pub breathing: VitalReading,
     pub heart: VitalReading,
+    /// The chest motion behind the latest breathing analysis: the combined, drift-free series
+    /// low-passed for display, at `GRID_HZ`, oldest first. `None` until a still window was
+    /// analysed, and again after motion. Shared, so publishing it costs a reference count.
+    pub breathing_wave: Option<std::sync::Arc<[f32]>>,
+    pub heart_diag: HeartDiag,
+    pub breath_diag: BreathDiag,
+    /// Mean running breathing-band quality of the 8 best series, over stillness only.
+    cue: Option<f32>,
+    /// The latest breathing analysis' chest-motion waveform: the combined series, drift
+    /// removed, unit RMS, oldest first (empty until a window was analysed).
+    waveform: Vec<f32>,
+    breath_model: BreathModel,
     spec: Spectrum,
     spec_drift: Spectrum,
-    spec_raw: Spectrum,
     drift: Vec<f32>,
     series: Vec<f32>,
     combined: Vec<f32>,
+    /// The breathing combination before its high-pass (the breath model is fitted on it).
+    breath_raw: Vec<f32>,
     scratch: Vec<f32>,
     scored: Vec<(f32, usize, f32)>,
+    candidates: Vec<usize>,
     bp_ref: Vec<f32>,
     bp_tmp: Vec<f32>,
 }
@@ -152,28 +324,39 @@ impl VitalsEstimator {
             fft_breath: SpectrumAnalyzer::new(1024.max(cfg.breath_window * 2)),
             fft_heart: SpectrumAnalyzer::new(512.max(cfg.heart_window * 2)),
             pers_breath: Persistence::new(3, 0.06),
-            // Heart needs 5 agreeing windows: its peak is weak and a wrong rate is worse than none.
-            pers_heart: Persistence::new(5, 0.10),
+            // Heart needs 4 agreeing windows within 0.05 Hz (3 bpm): its peak is weak and a
+            // wrong rate is worse than none.
+            pers_heart: Persistence::new(4, 0.05),
             cfg,
-            n_sc: 0,
+            n_amp: 0,
+            n_series: 0,
             cap,
             ring: Vec::new(),
             head: 0,
             count: 0,
             still: 0,
             since_hop: 0,
+            stats: Vec::new(),
+            coef: BandCoef::new(),
             sel_breath: Selection::default(),
             sel_heart: Selection::default(),
             breathing: VitalReading::default(),
             heart: VitalReading::default(),
+            breathing_wave: None,
+            heart_diag: HeartDiag::default(),
+            breath_diag: BreathDiag::default(),
+            cue: None,
+            waveform: Vec::new(),
+            breath_model: BreathModel::new(),
             spec: Spectrum::default(),
             spec_drift: Spectrum::default(),
-            spec_raw: Spectrum::default(),
             drift: Vec::new(),
             series: Vec::new(),
             combined: Vec::new(),
+            breath_raw: Vec::new(),
             scratch: Vec::new(),
             scored: Vec::new(),
+            candidates: Vec::new(),
             bp_ref: Vec::new(),
             bp_tmp: Vec::new(),
         }
@@ -187,6 +370,7 @@ impl VitalsEstimator {
         self.since_hop = 0;
         self.sel_breath = Selection::default();
         self.sel_heart = Selection::default();
+        self.stats.iter_mut().for_each(|s| *s = BandStat::default());
         self.clear_readings();
     }
 
@@ -195,6 +379,9 @@ impl VitalsEstimator {
         self.pers_heart.reset();
         self.breathing = VitalReading::default();
         self.heart = VitalReading::default();
+        self.breathing_wave = None;
+        self.heart_diag = HeartDiag::default();
+        self.waveform.clear();
     }
 
     /// Still grid samples available (the analysis window never spans motion).
@@ -202,26 +389,64 @@ impl VitalsEstimator {
         self.still.min(self.count)
     }
 
-    /// Adds one grid sample of per-subcarrier amplitudes. `moving` restarts the still window and
-    /// the persistence (a moving body swamps the vital band).
-    pub fn push_tick(&mut self, amps: &[f32], moving: bool) {
-        if amps.len() != self.n_sc {
-            self.n_sc = amps.len();
+    /// The latest breathing analysis' filtered chest-motion waveform (unit RMS, oldest first, at
+    /// [`GRID_HZ`]); empty while no window has been analysed since the last motion.
+    pub fn waveform(&self) -> &[f32] {
+        &self.waveform
+    }
+
+    /// Series (amplitude + phase) this estimator tracks.
+    pub fn series_count(&self) -> usize {
+        self.n_series
+    }
+
+    /// Phase series among the current breathing selection (0 when breathing rides on amplitude
+    /// alone).
+    pub fn breath_phase_series(&self) -> usize {
+        self.sel_breath.phase_count
+    }
+
+    /// Adds one grid sample: per-subcarrier amplitudes (≤ 0 or non-finite = not measured) and
+    /// phases (non-finite = not measured). `moving` restarts the still window and the
+    /// persistence (a moving body swamps the vital band).
+    pub fn push_tick(&mut self, amps: &[f32], phases: &[f32], moving: bool) {
+        let n = amps.len() + phases.len();
+        if amps.len() != self.n_amp || n != self.n_series {
+            self.n_amp = amps.len();
+            self.n_series = n;
             self.ring.clear();
-            self.ring.resize(self.n_sc * self.cap, 0.0);
+            self.ring.resize(n * self.cap, f32::NAN);
+            self.stats.clear();
+            self.stats.resize(n, BandStat::default());
             self.reset();
         }
-        if self.n_sc == 0 {
+        if n == 0 {
             return;
         }
+        let coef = self.coef;
         for (k, a) in amps.iter().enumerate() {
-            self.ring[k * self.cap + self.head] = if a.is_finite() { *a } else { 0.0 };
+            let v = if a.is_finite() && *a > 0.0 {
+                *a
+            } else {
+                f32::NAN
+            };
+            self.ring[k * self.cap + self.head] = v;
+            self.stats[k].push(v, coef);
+        }
+        for (j, p) in phases.iter().enumerate() {
+            let k = self.n_amp + j;
+            let v = if p.is_finite() { *p } else { f32::NAN };
+            self.ring[k * self.cap + self.head] = v;
+            self.stats[k].push(v, coef);
         }
         self.head = (self.head + 1) % self.cap;
         self.count = (self.count + 1).min(self.cap);
         if moving {
             self.still = 0;
             self.clear_readings();
+            // The cue measures stillness only: motion's band energy must not linger in it.
+            self.stats.iter_mut().for_each(|s| *s = BandStat::default());
+            self.cue = None;
         } else {
             self.still += 1;
         }
@@ -234,23 +459,32 @@ impl VitalsEstimator {
         }
     }
 
-    /// Copies the last `len` samples of subcarrier `k` into `out`, oldest first.
-    fn copy_series(&self, k: usize, len: usize, out: &mut Vec<f32>) {
+    /// Copies the last `len` samples of series `k` into `out`, oldest first; false if any is
+    /// missing.
+    fn copy_series(&self, k: usize, len: usize, out: &mut Vec<f32>) -> bool {
         out.clear();
         let base = k * self.cap;
         let start = (self.head + self.cap - len) % self.cap;
+        let mut ok = true;
         for i in 0..len {
-            out.push(self.ring[base + (start + i) % self.cap]);
+            let v = self.ring[base + (start + i) % self.cap];
+            ok &= v.is_finite();
+            out.push(v);
         }
+        ok
     }
 
-    /// The last `len` samples of subcarrier `k`, mean removed and scaled to unit RMS, in
-    /// `self.series` (the spectrum detrends; Hampel runs on the combined series).
+    /// The last `len` samples of series `k`, mean removed and scaled to unit RMS, in
+    /// `self.series` (the spectrum detrends; Hampel runs on the combined series). Missing
+    /// samples read as the mean.
     fn prepared_series(&mut self, k: usize, len: usize) {
         let mut s = std::mem::take(&mut self.series);
         self.copy_series(k, len, &mut s);
-        let mean = s.iter().sum::<f32>() / len.max(1) as f32;
-        s.iter_mut().for_each(|v| *v -= mean);
+        let finite = s.iter().filter(|v| v.is_finite()).count().max(1);
+        let mean = s.iter().filter(|v| v.is_finite()).sum::<f32>() / finite as f32;
+        s.iter_mut().for_each(|v| {
+            *v = if v.is_finite() { *v - mean } else { 0.0 };
+        });
         let rms = (s.iter().map(|v| v * v).sum::<f32>() / len.max(1) as f32).sqrt();
         if rms > 1e-9 {
             s.iter_mut().for_each(|v| *v /= rms);
@@ -258,40 +492,59 @@ impl VitalsEstimator {
         self.series = s;
     }
 
-    fn valid_subcarrier(&self, k: usize, len: usize) -> bool {
+    fn valid_series(&self, k: usize, len: usize) -> bool {
         let base = k * self.cap;
         let start = (self.head + self.cap - len) % self.cap;
-        let mut zeros = 0;
+        let mut missing = 0;
         for i in 0..len {
-            if self.ring[base + (start + i) % self.cap] <= 0.0 {
-                zeros += 1;
+            if !self.ring[base + (start + i) % self.cap].is_finite() {
+                missing += 1;
             }
         }
-        zeros * 10 < len
+        missing * 10 < len
     }
 
-    /// Picks the top-k subcarriers by band SNR and aligns their signs to the best one.
-    fn refit(&mut self, len: usize, band: (f32, f32), notches: &[f32], heart: bool) -> Selection {
+    /// The series worth scoring at a re-selection: all valid ones when few, else the best by the
+    /// running breathing-band quality.
+    fn candidate_series(&mut self, len: usize) {
+        let mut c = std::mem::take(&mut self.candidates);
+        c.clear();
+        c.extend((0..self.n_series).filter(|&k| self.valid_series(k, len)));
+        if c.len() > FULL_SCAN {
+            c.sort_by(|a, b| {
+                self.stats[*b]
+                    .quality()
+                    .total_cmp(&self.stats[*a].quality())
+            });
+            c.truncate(PRESELECT);
+        }
+        self.candidates = c;
+    }
+
+    /// Picks the top-k series by band SNR and aligns their signs to the best one. For the heart
+    /// (`heart`), the breath model (when ready) is subtracted from every candidate first.
+    fn refit(&mut self, len: usize, band: (f32, f32), heart: bool) -> Selection {
         self.scored.clear();
+        self.candidate_series(len);
+        let candidates = std::mem::take(&mut self.candidates);
         let mut spec = std::mem::take(&mut self.spec);
-        for k in 0..self.n_sc {
-            if !self.valid_subcarrier(k, len) {
-                continue;
-            }
+        let subtract = heart && self.breath_model.ready() && self.breath_model.len() == len;
+        for &k in &candidates {
             self.prepared_series(k, len);
+            if subtract {
+                self.breath_model.subtract(&mut self.series);
+            }
             let an = if heart {
                 &mut self.fft_heart
             } else {
                 &mut self.fft_breath
             };
             an.power(&mut self.series, GRID_HZ, &mut spec);
-            for f in notches {
-                spec.notch(*f, HARMONIC_NOTCH_HZ);
-            }
             if let Some(p) = spec.peak(band.0, band.1, &mut self.scratch) {
                 self.scored.push((p.snr, k, p.freq_hz));
             }
         }
+        self.candidates = candidates;
         self.spec = spec;
         self.scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         self.scored.truncate(self.cfg.top_k);
@@ -302,12 +555,18 @@ impl VitalsEstimator {
         let Some(bp) = BandPass::new(GRID_HZ, band.0, band.1) else {
             return sel;
         };
-        self.prepared_series(best, len);
+        let prepare = |me: &mut Self, k: usize| {
+            me.prepared_series(k, len);
+            if subtract {
+                me.breath_model.subtract(&mut me.series);
+            }
+        };
+        prepare(self, best);
         let mut bp_ref = std::mem::take(&mut self.bp_ref);
         let mut bp_tmp = std::mem::take(&mut self.bp_tmp);
         // Two passes (4th order each side): a strong heartbeat leaks through one 2nd-order
-        // low-pass at 0.6 Hz and, moving the subcarriers with other signs than the breath,
-        // would decorrelate them.
+        // low-pass at 0.6 Hz and, moving the series with other signs than the breath, would
+        // decorrelate them.
         bp.filter_series(&self.series, &mut bp_tmp);
         bp.filter_series(&bp_tmp, &mut bp_ref);
         let scored = self.scored.clone();
@@ -315,7 +574,7 @@ impl VitalsEstimator {
         let e_ref = energy(&bp_ref);
         let mut cors = Vec::with_capacity(scored.len());
         for (snr, k, _) in scored {
-            self.prepared_series(k, len);
+            prepare(self, k);
             bp.filter_series(&self.series, &mut bp_tmp);
             let mut bp_k = std::mem::take(&mut self.series);
             bp.filter_series(&bp_tmp, &mut bp_k);
@@ -327,7 +586,10 @@ impl VitalsEstimator {
             }
             let sign = if corr < 0.0 { -1.0 } else { 1.0 };
             sel.idx.push(k);
-            sel.sign_weight.push(sign * snr);
+            // Maximum-ratio weight for a unit-RMS series whose band SNR is `snr`.
+            let snr = snr.max(0.0);
+            sel.sign_weight.push(sign * (snr * (1.0 + snr)).sqrt());
+            sel.phase_count += usize::from(k >= self.n_amp);
         }
         self.bp_ref = bp_ref;
         self.bp_tmp = bp_tmp;
@@ -336,7 +598,7 @@ impl VitalsEstimator {
         sel
     }
 
-    /// The SNR-weighted, sign-aligned sum of the selected subcarriers over the last `len` samples.
+    /// The weighted, sign-aligned sum of the selected series over the last `len` samples.
     fn combine(&mut self, sel: &Selection, len: usize) {
         let mut combined = std::mem::take(&mut self.combined);
         combined.clear();
@@ -347,10 +609,18 @@ impl VitalsEstimator {
                 *c += w * v;
             }
         }
-        // One Hampel pass on the combination (spikes are common to all subcarriers: an AGC
-        // glitch or a corrupted packet) costs an eighth of filtering each subcarrier.
+        // One Hampel pass on the combination (spikes are common to all series: an AGC glitch
+        // or a corrupted packet) costs an eighth of filtering each series.
         hampel_in_place(&mut combined, &mut self.scratch);
         self.combined = combined;
+    }
+
+    /// The still-presence cue: the SNR of the latest breathing window's peak when the selected
+    /// series move together (coherence ≥ [`CUE_COHERENCE`]), 0 when they do not; `None` during
+    /// motion and until a still window has been analysed. Unlike a rate it needs no
+    /// persistence and no concentration: it says "something breathes here", not how fast.
+    pub fn breath_cue(&self) -> Option<f32> {
+        self.cue
     }
 
     fn analyse(&mut self) {
@@ -363,15 +633,19 @@ impl VitalsEstimator {
         let len = still.min(self.cfg.breath_window);
         if len < self.cfg.breath_min_window {
             self.breathing = VitalReading::default();
+            self.breathing_wave = None;
             self.pers_breath.reset();
+            self.waveform.clear();
+            self.cue = None;
             return;
         }
         if self.sel_breath.idx.is_empty() || self.sel_breath.age >= self.cfg.refit {
-            self.sel_breath = self.refit(len, BREATH_SELECT_BAND, &[], false);
+            self.sel_breath = self.refit(len, BREATH_SELECT_BAND, false);
         }
         let sel = std::mem::take(&mut self.sel_breath);
         self.combine(&sel, len);
         self.sel_breath = sel;
+        self.breath_raw.clone_from(&self.combined);
         // Drift view first (linear detrend keeps slow wander visible), then the analysis view.
         let mut drift_view = std::mem::take(&mut self.drift);
         drift_view.clear();
@@ -382,6 +656,14 @@ impl VitalsEstimator {
         self.drift = drift_view;
         let mut spec = std::mem::take(&mut self.spec);
         highpass_zero_phase(&mut self.combined, GRID_HZ, DRIFT_CUTOFF_HZ);
+        self.breathing_wave = display_wave(&self.combined);
+        self.waveform.clone_from(&self.combined);
+        let rms = (self.waveform.iter().map(|v| v * v).sum::<f32>()
+            / self.waveform.len().max(1) as f32)
+            .sqrt();
+        if rms > 1e-9 {
+            self.waveform.iter_mut().for_each(|v| *v /= rms);
+        }
         self.fft_breath
             .power(&mut self.combined, GRID_HZ, &mut spec);
         let peak = spec.peak(BREATH_BAND.0, BREATH_BAND.1, &mut self.scratch);
@@ -390,14 +672,31 @@ impl VitalsEstimator {
             let p = fold_half(&spec, p, &mut self.scratch);
             // Reject when the slow drift band dominates: a random walk (thermal creep, a door)
             // detrended by a quadratic leaves a hump just above 0.1 Hz that looks like breathing.
-            let drift = dspec.band_max(DRIFT_BAND.0, DRIFT_BAND.1);
+            // The band stops short of the peak's own main lobe (a 6 br/min breath is at 0.1 Hz).
+            let lobe = dspec.df * dspec.mainlobe_bins() as f32;
+            let drift_top = DRIFT_BAND.1.min(p.freq_hz - 0.5 * lobe);
+            let drift = if drift_top > DRIFT_BAND.0 {
+                dspec.band_max(DRIFT_BAND.0, drift_top)
+            } else {
+                0.0
+            };
             let at_peak = dspec.power_at(p.freq_hz);
-            if BREATH_GATES.pass(&p)
-                && drift < at_peak
-                && self.sel_breath.coherence >= BREATH_COHERENCE
-            {
+            self.breath_diag = BreathDiag {
+                peak: Some(p),
+                coherence: self.sel_breath.coherence,
+                drift_ok: drift < at_peak,
+            };
+            let coh = self.sel_breath.coherence;
+            let coherent = coh >= BREATH_COHERENCE
+                || (coh >= STRONG_BREATH_COHERENCE && p.snr >= STRONG_BREATH_SNR);
+            if BREATH_GATES.pass(&p) && drift < at_peak && coherent {
                 candidate = Some(p.freq_hz);
             }
+            self.cue = Some(if coh >= CUE_COHERENCE && !p.at_edge {
+                p.snr
+            } else {
+                0.0
+            });
         }
         self.spec_drift = dspec;
         self.spec = spec;
@@ -412,45 +711,75 @@ impl VitalsEstimator {
 
     fn analyse_heart(&mut self, still: usize) {
         let len = still.min(self.cfg.heart_window);
+        self.heart_diag = HeartDiag::default();
         if len < self.cfg.heart_min_window {
             self.heart = VitalReading::default();
             self.pers_heart.reset();
             return;
         }
+        // The breathing rate this window: without one, breathing cannot be removed and its
+        // harmonics would be taken for a heartbeat.
         let fb = self
             .breathing
             .candidate_hz
             .or(self.breathing.bpm.map(|b| (b / 60.0) as f32));
-        // Every breathing harmonic inside the heart band is notched, not only the first few: a
-        // slow breath (10 br/min) has harmonics across the whole band, and the unnotched 9th of
-        // one measured as a ~115 bpm "heart rate" for a true 58.
-        let notches: Vec<f32> = fb
-            .map(|f| {
-                (2..=40)
-                    .map(|h| h as f32 * f)
-                    .take_while(|h| *h <= HEART_BAND.1 + HARMONIC_NOTCH_HZ)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let Some(fb) = fb else {
+            self.heart = VitalReading::default();
+            self.pers_heart.push(None);
+            return;
+        };
+        // The breath model is fitted on the breathing combination (the breath at its
+        // strongest), over the heart window.
+        let blen = self.breath_raw.len();
+        let ready = blen >= len
+            && self
+                .breath_model
+                .fit(&self.breath_raw[blen - len..], fb, GRID_HZ);
+        self.heart_diag.breath_removed = ready;
+        if !ready {
+            self.heart = VitalReading::default();
+            self.pers_heart.push(None);
+            return;
+        }
         if self.sel_heart.idx.is_empty() || self.sel_heart.age >= self.cfg.refit {
-            self.sel_heart = self.refit(len, HEART_BAND, &notches, true);
+            self.sel_heart = self.refit(len, HEART_BAND, true);
         }
         let sel = std::mem::take(&mut self.sel_heart);
         self.combine(&sel, len);
         self.sel_heart = sel;
+        self.breath_model.subtract(&mut self.combined);
+        let mut beats_in = std::mem::take(&mut self.drift);
+        beats_in.clone_from(&self.combined);
         let mut spec = std::mem::take(&mut self.spec);
         self.fft_heart.power(&mut self.combined, GRID_HZ, &mut spec);
-        let mut raw = std::mem::take(&mut self.spec_raw);
-        raw.clone_from(&spec);
-        for f in &notches {
-            spec.notch(*f, HARMONIC_NOTCH_HZ);
-        }
         let peak = spec.peak(HEART_BAND.0, HEART_BAND.1, &mut self.scratch);
-        let candidate = peak
-            .filter(|p| HEART_GATES.pass(p) && !explained_by_breath(&raw, p, &notches))
-            .map(|p| p.freq_hz);
-        self.spec_raw = raw;
         self.spec = spec;
+        let gated = peak.filter(|p| HEART_GATES.pass(p));
+        let beats = beat_rate(
+            &beats_in,
+            GRID_HZ,
+            BEAT_FILTER_BAND,
+            peak.map(|p| p.freq_hz),
+            &mut self.scratch,
+        );
+        self.drift = beats_in;
+        self.heart_diag.spectral_bpm = peak.map(|p| p.freq_hz * 60.0);
+        self.heart_diag.spectral_gated = gated.is_some();
+        self.heart_diag.beat_bpm = beats.map(|b| b.bpm);
+        self.heart_diag.beat_regularity = beats.map(|b| b.regularity);
+        let near_harmonic = |f: f32| {
+            let h = (f / fb).round();
+            h >= 2.0 && (f - h * fb).abs() <= HARMONIC_GUARD_HZ
+        };
+        let candidate = gated
+            .filter(|p| {
+                !near_harmonic(p.freq_hz)
+                    && beats.is_some_and(|b| {
+                        b.regularity >= HEART_REGULARITY
+                            && (b.bpm - p.freq_hz * 60.0).abs() <= HEART_AGREE_BPM
+                    })
+            })
+            .map(|p| p.freq_hz);
         let accepted = self.pers_heart.push(candidate);
         self.heart = VitalReading {
             bpm: accepted.map(|f| f64::from(f) * 60.0),
@@ -480,20 +809,6 @@ fn fold_half(spec: &Spectrum, p: Peak, scratch: &mut Vec<f32>) -> Peak {
     } else {
         p
     }
-}
-
-/// A heart candidate next to a breathing harmonic may be that harmonic's skirt leaking past its
-/// notch: it must be outside the notch and at least twice as strong as the harmonic itself (taken
-/// on the un-notched spectrum `raw`).
-fn explained_by_breath(raw: &Spectrum, p: &Peak, harmonics: &[f32]) -> bool {
-    let lobe_hz = raw.df * raw.mainlobe_bins() as f32;
-    harmonics.iter().any(|h| {
-        let d = (p.freq_hz - h).abs();
-        d <= HARMONIC_NOTCH_HZ
-            || (d <= HARMONIC_NOTCH_HZ + lobe_hz
-                && p.power
-                    < HARMONIC_MARGIN * raw.band_max(h - HARMONIC_NOTCH_HZ, h + HARMONIC_NOTCH_HZ))
-    })
 }
 
 #[cfg(test)]
@@ -530,7 +845,7 @@ mod tests {
                 *a = 1.0 + gain * b + 0.1 * gain * h + noise.sample(&mut rng);
             }
             amps[0] = 0.0;
-            v.push_tick(&amps, false);
+            v.push_tick(&amps, &[], false);
         }
         v
     }

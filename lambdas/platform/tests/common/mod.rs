@@ -11,11 +11,11 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use platform::accounts::{self, IssuedKey};
-use platform::clock::{Clock, ManualClock, SystemClock};
-use platform::ratelimit::RateLimitPolicy;
-use platform::router::App;
-use platform::static_catalog::StaticCatalog;
+use platform::domain::accounts::{self, IssuedKey};
+use platform::domain::apps::StaticCatalog;
+use platform::domain::clock::{Clock, ManualClock, SystemClock};
+use platform::domain::ratelimit::RateLimitPolicy;
+use platform::http::App;
 use platform::store::DynamoStore;
 use serde_json::Value;
 
@@ -26,16 +26,16 @@ pub fn fixture_catalog_path() -> std::path::PathBuf {
 /// A DynamoDB Local table of its own, created from the platform's table definition.
 pub async fn fresh_store() -> DynamoStore {
     static N: AtomicU32 = AtomicU32::new(0);
-    std::env::var(platform::store::ENDPOINT_VAR)
+    std::env::var(platform::env::ENDPOINT_VAR)
         .expect("DDB_ENDPOINT must point at DynamoDB Local (the test command starts it)");
-    let client = platform::store::client_from_env().await;
+    let client = platform::bootstrap::dynamodb_client().await;
     let table = format!(
         "t-{}-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst),
         SystemClock.now_ms()
     );
-    platform::table::create_table(&client, &table)
+    platform::store::table::create_table(&client, &table)
         .await
         .expect("create table on DynamoDB Local");
     DynamoStore::new(client, table)
@@ -74,7 +74,7 @@ pub async fn server() -> Server {
     .expect("app");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let task = tokio::spawn(platform::local::serve(listener, Arc::new(app)));
+    let task = tokio::spawn(platform::http::local::serve(listener, Arc::new(app)));
     Server {
         base,
         store,
@@ -174,7 +174,7 @@ pub async fn send_with_headers(base: &str, call: Call<'_>, headers: &[(&str, &st
 
 /// The OpenAPI document, parsed.
 pub fn openapi() -> Value {
-    serde_json::from_str(platform::openapi::DOCUMENT).unwrap()
+    serde_json::from_str(platform::http::openapi::DOCUMENT).unwrap()
 }
 
 fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
@@ -205,8 +205,8 @@ pub fn assert_documented(resp: &Resp, method: &str, template: &str) {
         "content type {ct} of {} for {method} {template} undocumented",
         resp.status
     );
-    let validator = platform::openapi::schema_validator(&doc, schema).unwrap();
-    let errors = platform::openapi::violations(&validator, &resp.body);
+    let validator = platform::http::openapi::schema_validator(&doc, schema).unwrap();
+    let errors = platform::http::openapi::violations(&validator, &resp.body);
     assert!(
         errors.is_empty(),
         "{method} {template} {} does not match openapi.json: {errors:?}\nbody: {}",

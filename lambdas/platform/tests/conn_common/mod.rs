@@ -11,15 +11,16 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Method;
-use platform::clock::{Clock, ManualClock};
-use platform::connections::{IntegrationConfig, Integrations};
-use platform::oauth::OAuthApps;
-use platform::outbound::{AllowRule, Outbound, OutboundPolicy};
-use platform::ratelimit::RateLimitPolicy;
-use platform::router::App;
-use platform::sealed::Sealer;
-use platform::static_catalog::StaticCatalog;
+use platform::domain::apps::StaticCatalog;
+use platform::domain::clock::{Clock, ManualClock};
+use platform::domain::connections::IntegrationConfig;
+use platform::domain::oauth::OAuthApps;
+use platform::domain::ratelimit::RateLimitPolicy;
+use platform::exec::Integrations;
+use platform::exec::outbound::{AllowRule, Outbound, OutboundPolicy};
+use platform::http::App;
 use platform::store::DynamoStore;
+use platform::store::Sealer;
 use serde_json::Value;
 
 use crate::common::{self, Call, Resp};
@@ -148,7 +149,7 @@ pub fn acme_oauth(peer: &Peer) -> Value {
 pub async fn conn_server(setup: Setup) -> ConnServer {
     let store = common::fresh_store().await;
     let clock = Arc::new(ManualClock::new(common::start_of_minute_ms()));
-    let catalog: Arc<dyn platform::catalog_api::Catalog> =
+    let catalog: Arc<dyn platform::domain::apps::Catalog> =
         Arc::new(StaticCatalog::from_path(&run_catalog_path()).expect("run catalog loads"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -183,7 +184,7 @@ pub async fn conn_server(setup: Setup) -> ConnServer {
     .expect("app")
     .with_integrations(integrations.clone())
     .expect("integrations");
-    let task = tokio::spawn(platform::local::serve(listener, Arc::new(app)));
+    let task = tokio::spawn(platform::http::local::serve(listener, Arc::new(app)));
     ConnServer {
         base,
         store,
@@ -194,8 +195,8 @@ pub async fn conn_server(setup: Setup) -> ConnServer {
 }
 
 impl ConnServer {
-    pub async fn account(&self, email: &str) -> platform::accounts::IssuedKey {
-        platform::accounts::create_account(&self.store, email, None, self.clock.now_ms())
+    pub async fn account(&self, email: &str) -> platform::domain::accounts::IssuedKey {
+        platform::domain::accounts::create_account(&self.store, email, None, self.clock.now_ms())
             .await
             .expect("create account")
     }

@@ -7,8 +7,8 @@
 use num_complex::Complex32;
 
 use super::{
-    CsiFrame, FrameMeta, MAX_BUFFER_BYTES, ParseError, ParsedFrame, WireFormat, channel_from_freq,
-    check_buffer_len, csi_from_buffer, plausible_rssi,
+    CsiFrame, CsiShape, FrameMeta, MAX_BUFFER_BYTES, ParseError, ParsedFrame, WireFormat,
+    channel_from_freq, check_buffer_len, csi_from_buffer, plausible_rssi,
 };
 
 pub const MAGIC_RAW_CSI: u32 = 0xC511_0001;
@@ -161,6 +161,12 @@ impl RawCsiPacket {
                 channel: self.channel(),
                 format: WireFormat::Adr018,
                 csi: self.csi(),
+                // The buffer is antenna-major: one block of subcarriers per receive antenna.
+                shape: CsiShape {
+                    rx: self.n_antennas.max(1),
+                    tx: 1,
+                    bandwidth_mhz: None,
+                },
             },
             meta: FrameMeta {
                 sequence: Some(self.sequence),

@@ -58,6 +58,7 @@ pub fn parse_csi_tool_line(line: &str) -> Result<ParsedFrame, ParseError> {
             channel: Some(ctrl.channel),
             format: WireFormat::Esp32CsiTool,
             csi: csi_from_buffer(&buf, true),
+            shape: super::shape_for_layout(meta.layout),
         },
         meta,
     })

@@ -8,6 +8,7 @@ use super::layout::{ChipFamily, SecondaryChannel, layout_for};
 use super::text::{flag, int8_values, mac, micros_to_s, num, prepare_line};
 use super::{
     CsiFrame, FrameMeta, ParseError, ParsedFrame, WireFormat, csi_from_buffer, plausible_rssi,
+    shape_for_layout,
 };
 
 /// Header fields before `data` in the classic line.
@@ -148,6 +149,7 @@ fn parse_classic(f: &[&str], data: &str) -> Result<ParsedFrame, ParseError> {
             channel: Some(ctrl.channel),
             format: WireFormat::EspCsi,
             csi: csi_from_buffer(&buf, first_word_invalid),
+            shape: shape_for_layout(meta.layout),
         },
         meta,
     })
@@ -159,8 +161,8 @@ fn parse_c5(f: &[&str], data: &str) -> Result<ParsedFrame, ParseError> {
     let rssi: i16 = rssi(f[3])?;
     let rate: u16 = num(f[4], "rate")?;
     let noise_floor: i16 = num(f[5], "noise_floor")?;
-    num::<i32>(f[6], "fft_gain")?;
-    num::<i32>(f[7], "agc_gain")?;
+    let fft_gain: i32 = num(f[6], "fft_gain")?;
+    let agc_gain: i32 = num(f[7], "agc_gain")?;
     let channel: u16 = channel(f[8])?;
     let local_us: u64 = num(f[9], "local_timestamp")?;
     num::<u32>(f[10], "sig_len")?;
@@ -177,6 +179,7 @@ fn parse_c5(f: &[&str], data: &str) -> Result<ParsedFrame, ParseError> {
         first_word_invalid,
         declared_len: Some(declared_len),
         layout: layout_for(buf.len(), SecondaryChannel::None, ChipFamily::C5C6),
+        gain: Some((agc_gain, fft_gain)),
         ..FrameMeta::default()
     };
     Ok(ParsedFrame {
@@ -187,6 +190,7 @@ fn parse_c5(f: &[&str], data: &str) -> Result<ParsedFrame, ParseError> {
             channel: Some(channel),
             format: WireFormat::EspCsi,
             csi: csi_from_buffer(&buf, first_word_invalid),
+            shape: shape_for_layout(meta.layout),
         },
         meta,
     })

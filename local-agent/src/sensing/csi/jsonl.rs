@@ -7,37 +7,8 @@ use serde::Deserialize;
 
 use super::adr018::{MAGIC_RAW_CSI, RAW_CSI_HEADER_BYTES, parse_iq_buffer};
 use super::error::clip;
-use super::text::Record;
-use super::text::prepare_line;
-use super::{CsiFrame, FrameMeta, MAX_BUFFER_BYTES, ParseError, ParsedFrame, WireFormat};
-
-/// A valid record that carries no CSI frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SkipKind {
-    /// Firmware vitals (0xC5110002).
-    Vitals,
-    /// Firmware feature vector (0xC5110003).
-    Feature,
-    /// A line with only the common fields (the recording has two 0xC5110005 lines).
-    NoPayload,
-    /// A `type` this crate does not know; newer recorders may add some.
-    OtherType,
-    /// A text line that is not a CSI record (serial boot log, CSV header).
-    NotCsi,
-}
-
-impl SkipKind {
-    /// Stable snake_case key for statistics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Vitals => "vitals",
-            Self::Feature => "feature",
-            Self::NoPayload => "no_payload",
-            Self::OtherType => "other_type",
-            Self::NotCsi => "not_csi",
-        }
-    }
-}
+use super::text::{Record, SkipKind, prepare_line};
+use super::{CsiFrame, CsiShape, FrameMeta, MAX_BUFFER_BYTES, ParseError, ParsedFrame, WireFormat};
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -131,6 +102,7 @@ pub fn parse_jsonl_line(line: &str) -> Result<Record, ParseError> {
             channel: None,
             format: WireFormat::Adr018,
             csi,
+            shape: CsiShape::default(),
         },
         meta: FrameMeta {
             declared_len: rec.size.and_then(|s| usize::try_from(s).ok()),

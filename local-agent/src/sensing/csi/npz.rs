@@ -11,7 +11,7 @@ use std::io::{Cursor, Read};
 
 use super::error::clip;
 use super::layout::{ChipFamily, SecondaryChannel, SubcarrierLayout, layout_for};
-use super::{CsiFrame, MAX_BUFFER_BYTES, ParseError, WireFormat, csi_from_buffer};
+use super::{CsiFrame, CsiShape, MAX_BUFFER_BYTES, ParseError, WireFormat, csi_from_buffer};
 
 /// Largest decompressed array accepted. The biggest bundled file holds 777 KB; this bounds
 /// memory (and zip bombs) while allowing captures of several hours.
@@ -132,6 +132,7 @@ pub fn parse_npz(bytes: &[u8], node_id: &str) -> Result<NpzRecording, ParseError
                 channel: None,
                 format: WireFormat::Npz,
                 csi: csi_from_buffer(&buf, first_word_invalid),
+                shape: CsiShape::single(Some(20)),
             }
         })
         .collect();

@@ -1,8 +1,7 @@
-//! Helpers shared by the text formats, and the per-line dispatcher replay uses.
+//! Helpers shared by the text formats, and what one text record holds ([`Record`]).
 
 use std::str::FromStr;
 
-use super::jsonl::SkipKind;
 use super::{MAX_BUFFER_BYTES, MAX_LINE_BYTES, ParseError, ParsedFrame, check_buffer_len};
 
 /// Trims the line terminator and enforces the length bound before any field is looked at.
@@ -92,25 +91,30 @@ pub enum Record {
     Skipped(SkipKind),
 }
 
-/// Decodes one line of any text recording: RuView JSONL (`{...}`), ESP32-CSI-Tool CSV
-/// (`CSI_DATA,AP|STA|PASSIVE,...`) or esp-csi (`CSI_DATA,<number>,...`).
-///
-/// Serial captures interleave boot logs and header rows with data; lines that are not CSI
-/// records are reported as [`SkipKind::NotCsi`] rather than as errors, so replay can tell
-/// noise from corruption.
-pub fn parse_text_line(line: &str) -> Result<Record, ParseError> {
-    let trimmed = prepare_line(line)?.trim_start();
-    if trimmed.starts_with('{') {
-        return super::jsonl::parse_jsonl_line(trimmed);
+/// A valid record that carries no CSI frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SkipKind {
+    /// Firmware vitals (0xC5110002).
+    Vitals,
+    /// Firmware feature vector (0xC5110003).
+    Feature,
+    /// A line with only the common fields (the recording has two 0xC5110005 lines).
+    NoPayload,
+    /// A `type` this crate does not know; newer recorders may add some.
+    OtherType,
+    /// A text line that is not a CSI record (serial boot log, CSV header).
+    NotCsi,
+}
+
+impl SkipKind {
+    /// Stable snake_case key for statistics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Vitals => "vitals",
+            Self::Feature => "feature",
+            Self::NoPayload => "no_payload",
+            Self::OtherType => "other_type",
+            Self::NotCsi => "not_csi",
+        }
     }
-    let Some(rest) = trimmed.strip_prefix("CSI_DATA,") else {
-        return Ok(Record::Skipped(SkipKind::NotCsi));
-    };
-    let second = rest.split(',').next().unwrap_or("").trim();
-    let parsed = if matches!(second, "AP" | "STA" | "PASSIVE") {
-        super::csi_tool::parse_csi_tool_line(trimmed)?
-    } else {
-        super::esp_csi::parse_esp_csi_line(trimmed)?
-    };
-    Ok(Record::Frame(parsed))
 }

@@ -1,4 +1,5 @@
 //! Where CSI frames come from: the embedded simulator, recorded files, or live nodes via the hub.
 
+pub mod atheros;
 pub mod replay;
 pub mod simulator;

@@ -1,5 +1,6 @@
 //! Replay of recorded CSI files: ESPectre `.npz`, RuView `.csi.jsonl`, esp-csi and
-//! ESP32-CSI-Tool serial captures.
+//! ESP32-CSI-Tool serial captures, and Atheros CSI Tool captures (the binary log, or the CSV
+//! export folder as published).
 //!
 //! Recordings are messy (serial captures lose bytes, interleave boot logs, recorders have
 //! bugs), so replay never stops on a bad record: it skips it and counts why, and the counts
@@ -16,10 +17,13 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use crate::sensing::csi::atheros::{Endian, detect_endian};
 use crate::sensing::csi::{
     CsiFrame, FrameMeta, MAX_LINE_BYTES, NpzMeta, ParseError, ParsedFrame, Record, WireFormat,
     parse_npz, parse_text_line,
 };
+
+use super::atheros::{DatStream, ExportStream, Item, find_export};
 
 /// Largest `.npz` replay loads; it is decoded in memory. The largest bundled file is 506 KB.
 pub const MAX_NPZ_FILE_BYTES: u64 = 256 * 1024 * 1024;
@@ -59,6 +63,10 @@ pub enum ReplayFormat {
     Npz,
     /// Line-based: RuView JSONL, esp-csi or ESP32-CSI-Tool, detected per line.
     Text,
+    /// Atheros CSI Tool CSV export (a folder of three logs).
+    AtherosExport,
+    /// Atheros CSI Tool binary log.
+    AtherosDat,
 }
 
 /// Why a file could not be replayed at all. Bad records inside a file are not errors; they
@@ -84,6 +92,8 @@ enum Input {
         line_no: u64,
         done: bool,
     },
+    AtherosExport(Box<ExportStream>),
+    AtherosDat(Box<DatStream>),
 }
 
 /// A recorded file played back as frames; see the module docs.
@@ -107,18 +117,28 @@ impl std::fmt::Debug for ReplaySource {
 }
 
 impl ReplaySource {
-    /// Opens a recording. Zip content (or a `.npz` extension) is decoded as ESPectre `.npz`;
-    /// anything else is streamed as text.
+    /// Opens a recording. A folder (or one of its logs) holding an Atheros CSI Tool CSV export
+    /// is read as that capture; zip content (or a `.npz` extension) is decoded as ESPectre
+    /// `.npz`; a file whose first record reads as an Atheros CSI Tool binary record is streamed
+    /// as one; anything else is streamed as text.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReplayError> {
         let path = path.as_ref();
         let io_err = |source| ReplayError::Io {
             path: path.to_path_buf(),
             source,
         };
+        if let Some(files) = find_export(path).map_err(io_err)? {
+            let stream = ExportStream::open(&files).map_err(io_err)?;
+            return Ok(Self::new(
+                &files.name,
+                Input::AtherosExport(Box::new(stream)),
+            ));
+        }
         let mut file = File::open(path).map_err(io_err)?;
-        let mut magic = [0u8; 4];
-        let got = read_up_to(&mut file, &mut magic).map_err(io_err)?;
-        let is_zip = got == 4 && magic == *b"PK\x03\x04";
+        let mut head = [0u8; 64];
+        let got = read_up_to(&mut file, &mut head).map_err(io_err)?;
+        let magic = &head[..got.min(4)];
+        let is_zip = got >= 4 && magic == b"PK\x03\x04";
         let npz_ext = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("npz"));
@@ -128,6 +148,12 @@ impl ReplaySource {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
+        if !is_zip
+            && !npz_ext
+            && let Some(endian) = detect_endian(&head[..got])
+        {
+            return Ok(Self::from_atheros_reader(Box::new(file), endian, &name));
+        }
         if is_zip || npz_ext {
             let len = file.metadata().map_err(io_err)?.len();
             if len > MAX_NPZ_FILE_BYTES {
@@ -175,6 +201,51 @@ impl ReplaySource {
         )
     }
 
+    /// Replays an Atheros CSI Tool binary log from any reader, in the given byte order.
+    pub fn from_atheros_reader(reader: Box<dyn Read + Send>, endian: Endian, name: &str) -> Self {
+        Self::new(
+            name,
+            Input::AtherosDat(Box::new(DatStream::new(name, reader, endian))),
+        )
+    }
+
+    /// Replays an Atheros CSI Tool binary log held in memory, detecting its byte order; `None`
+    /// when its first record is not an Atheros record.
+    pub fn from_atheros_bytes(bytes: Vec<u8>, name: &str) -> Option<Self> {
+        let endian = detect_endian(&bytes)?;
+        Some(Self::from_atheros_reader(
+            Box::new(io::Cursor::new(bytes)),
+            endian,
+            name,
+        ))
+    }
+
+    /// Replays an Atheros CSI Tool CSV export from its three logs (status, real, imaginary).
+    pub fn from_atheros_export(
+        status: impl BufRead + Send + 'static,
+        real: impl BufRead + Send + 'static,
+        imag: impl BufRead + Send + 'static,
+        name: &str,
+    ) -> Self {
+        let stream = ExportStream::from_readers(
+            name,
+            Box::new(real),
+            Box::new(imag),
+            Box::new(status),
+            Vec::new(),
+        );
+        Self::new(name, Input::AtherosExport(Box::new(stream)))
+    }
+
+    /// The `key,value` settings of an Atheros CSV export (`config0001.csv`: `bpm`, `msgFreq`,
+    /// ...); empty for other formats.
+    pub fn settings(&self) -> &[(String, String)] {
+        match &self.input {
+            Input::AtherosExport(s) => s.settings(),
+            _ => &[],
+        }
+    }
+
     fn new(name: &str, input: Input) -> Self {
         Self {
             name: name.to_string(),
@@ -193,6 +264,8 @@ impl ReplaySource {
         match self.input {
             Input::Npz { .. } => ReplayFormat::Npz,
             Input::Text { .. } => ReplayFormat::Text,
+            Input::AtherosExport(_) => ReplayFormat::AtherosExport,
+            Input::AtherosDat(_) => ReplayFormat::AtherosDat,
         }
     }
 
@@ -200,7 +273,7 @@ impl ReplaySource {
     pub fn npz_meta(&self) -> Option<&NpzMeta> {
         match &self.input {
             Input::Npz { meta, .. } => Some(meta),
-            Input::Text { .. } => None,
+            _ => None,
         }
     }
 
@@ -232,6 +305,29 @@ impl ReplaySource {
 
     fn read_next(&mut self) -> Option<ParsedFrame> {
         let parsed = match &mut self.input {
+            Input::AtherosExport(_) | Input::AtherosDat(_) => loop {
+                let item = match &mut self.input {
+                    Input::AtherosExport(s) => s.next_item(),
+                    Input::AtherosDat(s) => s.next_item(),
+                    _ => None,
+                }?;
+                match item {
+                    Item::Frame(p) => {
+                        self.stats.records += 1;
+                        break p;
+                    }
+                    Item::Rejected(e) => {
+                        self.stats.records += 1;
+                        tracing::debug!(file = %self.name, error = %e, "replay skipped a malformed record");
+                        *self.stats.rejected_by_reason.entry(e.reason()).or_default() += 1;
+                    }
+                    Item::Io(e) => {
+                        tracing::warn!(file = %self.name, error = %e, "replay stopped on a read error");
+                        self.stats.io_error = Some(e.to_string());
+                        return None;
+                    }
+                }
+            },
             Input::Npz { frames, meta } => {
                 let frame = frames.next()?;
                 self.stats.records += 1;
@@ -344,7 +440,7 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-enum LineRead {
+pub(crate) enum LineRead {
     Eof,
     /// `buf` holds the line without its terminator.
     Line,
@@ -354,7 +450,11 @@ enum LineRead {
 
 /// Reads one `\n`-terminated line into `buf`, keeping at most `max` bytes (plus `\r\n`). A
 /// longer line is consumed and dropped rather than buffered, so memory stays bounded.
-fn read_bounded_line(r: &mut dyn BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<LineRead> {
+pub(crate) fn read_bounded_line(
+    r: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<LineRead> {
     buf.clear();
     let mut total = 0usize;
     let mut any = false;

@@ -2,8 +2,8 @@
 //! someone told to sit still walks to the chair and sits down first; someone told to leave gets
 //! up and walks out of the door.
 
+use super::activity::{Activity, BodyAction, Posture};
 use super::room::{CHEST_BED_EDGE_M, CHEST_FLOOR_M, CHEST_SITTING_M, CHEST_STANDING_M, Room, Vec3};
-use super::{Activity, BodyAction, Posture};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;

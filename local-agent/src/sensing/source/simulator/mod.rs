@@ -21,6 +21,7 @@
 //! the ground truth reports that walk honestly. A scene starts in the steady state of its first
 //! segment (`SitStill` first ⇒ already seated at frame 0).
 
+mod activity;
 mod channel;
 mod choreography;
 mod radio;
@@ -28,6 +29,7 @@ mod room;
 mod scenes;
 mod vitals;
 
+pub use activity::{Activity, BodyAction, Posture};
 pub use channel::{SUBCARRIER_SPACING_HZ, channel_centre_hz};
 pub use radio::AgcModel;
 pub use room::{Room, Vec3};
@@ -44,72 +46,11 @@ use rand_distr::StandardNormal;
 use std::f64::consts::TAU;
 use vitals::{Breathing, Heartbeat, ou_step};
 
-/// What the person in the scene is doing during one segment.
-///
-/// Every variant that needs the person somewhere else first (on the chair, in bed, inside the
-/// room) walks them there at the start of the segment.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub enum Activity {
-    /// Nobody in the room. Someone still inside walks out through the door first.
-    #[default]
-    Absent,
-    /// Walking between random spots in the room (entering first if outside).
-    Walk,
-    /// Sitting still on the desk chair, breathing at `breathing_bpm` with heart rate `heart_bpm`.
-    SitStill { breathing_bpm: f64, heart_bpm: f64 },
-    /// Lying still on the back in bed.
-    LieStill { breathing_bpm: f64, heart_bpm: f64 },
-    /// A few seconds of walking, then a fall: the chest drops ~1.15 m in 0.6 s, hits the floor
-    /// (0.6 s of bouncing and flailing limbs), then the person lies still on the floor breathing.
-    Fall { breathing_bpm: f64, heart_bpm: f64 },
-    /// Walking to the chair and dropping onto it in 0.35 s (a hard landing that is not a fall),
-    /// then sitting still.
-    SitDownFast { breathing_bpm: f64, heart_bpm: f64 },
-    /// Walking to the bed, sitting on its edge for 2.5 s and lying down over 6 s, then lying still.
-    LieDownSlowly { breathing_bpm: f64, heart_bpm: f64 },
-    /// Present and perfectly still with no chest motion at all (no breathing, no heartbeat):
-    /// keeps the current sitting or lying posture, or sits down on the chair first.
-    NoBreathing,
-    /// Getting up if needed, walking out of the door, then staying away.
-    Leave,
-}
-
 /// One step of a scripted scene.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Segment {
     pub duration_s: f64,
     pub activity: Activity,
-}
-
-/// The person's posture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Posture {
-    /// Not in the room.
-    #[default]
-    Outside,
-    Standing,
-    /// On the chair or the edge of the bed.
-    Sitting,
-    LyingBed,
-    LyingFloor,
-}
-
-/// What the body is doing at this instant (finer than the scripted [`Activity`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BodyAction {
-    /// Outside the room.
-    #[default]
-    Away,
-    Walking,
-    SittingDown,
-    StandingUp,
-    LyingDown,
-    /// Dropping to the floor, before the impact.
-    Falling,
-    /// Hitting the floor: the short burst of large motion.
-    Impact,
-    /// Holding a posture; only chest motion (if breathing) and slow postural sway.
-    Still,
 }
 
 /// Ground truth for the frame it accompanies.
@@ -173,6 +114,11 @@ pub struct SimConfig {
     pub breathing_depth_m: f64,
     /// Peak-to-peak chest displacement of one heartbeat.
     pub heart_depth_m: f64,
+    /// Beat times (seconds of scene time, ascending) that replace the modelled heartbeat, e.g.
+    /// the R peaks of a real ECG recording: each beat's pulse starts at its time and spans the
+    /// interval to the next beat. `None` keeps the model (rate from the script, with
+    /// variability).
+    pub heart_beats: Option<HeartBeats>,
     /// Body reflectivity, metres: body-path amplitude is this × `los / (d_tx · d_rx)` relative to
     /// the direct path.
     pub body_reflectivity_m: f64,
@@ -203,6 +149,7 @@ impl Default for SimConfig {
             phase_offsets: true,
             breathing_depth_m: 0.006,
             heart_depth_m: 0.0005,
+            heart_beats: None,
             body_reflectivity_m: 0.45,
             amplitude_rms: 28.0,
             timestamp_jitter_s: 0.0,
@@ -220,6 +167,63 @@ impl SimConfig {
             script: scene(name)?,
             ..Self::default()
         })
+    }
+}
+
+/// Externally timed heartbeats (see [`SimConfig::heart_beats`]).
+#[derive(Clone, PartialEq)]
+pub struct HeartBeats {
+    beats_s: std::sync::Arc<Vec<f64>>,
+}
+
+impl std::fmt::Debug for HeartBeats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeartBeats")
+            .field("beats", &self.beats_s.len())
+            .finish()
+    }
+}
+
+impl HeartBeats {
+    /// Beat times in seconds; non-finite values are dropped and the rest sorted.
+    pub fn new(mut beats_s: Vec<f64>) -> Self {
+        beats_s.retain(|t| t.is_finite());
+        beats_s.sort_by(f64::total_cmp);
+        Self {
+            beats_s: std::sync::Arc::new(beats_s),
+        }
+    }
+
+    pub fn times(&self) -> &[f64] {
+        &self.beats_s
+    }
+
+    /// Mean heart rate over the beats inside `[from_s, to_s]`, bpm (`None` with fewer than 2).
+    pub fn mean_bpm(&self, from_s: f64, to_s: f64) -> Option<f64> {
+        let inside: Vec<f64> = self
+            .beats_s
+            .iter()
+            .copied()
+            .filter(|t| *t >= from_s && *t <= to_s)
+            .collect();
+        let (first, last) = (inside.first()?, inside.last()?);
+        (inside.len() >= 2 && last > first)
+            .then(|| 60.0 * (inside.len() - 1) as f64 / (last - first))
+    }
+
+    /// Chest displacement at `t_s` for a pulse `depth_m` peak to peak: the beat's pulse shape
+    /// (the modelled heartbeat's) stretched over the interval to the next beat.
+    fn displacement(&self, t_s: f64, depth_m: f64) -> f64 {
+        let i = self.beats_s.partition_point(|b| *b <= t_s);
+        if i == 0 || i >= self.beats_s.len() {
+            return 0.0;
+        }
+        let (a, b) = (self.beats_s[i - 1], self.beats_s[i]);
+        let span = b - a;
+        if span <= 0.0 {
+            return 0.0;
+        }
+        depth_m * vitals::pulse_shape((t_s - a) / span)
     }
 }
 
@@ -404,6 +408,7 @@ impl Simulator {
             channel: Some(self.config.channel),
             format: WireFormat::Simulator,
             csi,
+            shape: crate::sensing::csi::CsiShape::single(Some(20)),
         };
         Some((frame, truth))
     }
@@ -483,13 +488,16 @@ impl Simulator {
             self.config.breathing_depth_m,
             rng,
         );
-        let heart_m = body.heartbeat.step(
-            dt,
-            body.last_vitals.heart_bpm,
-            body.breathing.phase(),
-            self.config.heart_depth_m,
-            rng,
-        );
+        let heart_m = match &self.config.heart_beats {
+            Some(beats) => beats.displacement(t_s, self.config.heart_depth_m),
+            None => body.heartbeat.step(
+                dt,
+                body.last_vitals.heart_bpm,
+                body.breathing.phase(),
+                self.config.heart_depth_m,
+                rng,
+            ),
+        };
 
         let normal = kinematics.normal;
         let still = kinematics.action == BodyAction::Still;

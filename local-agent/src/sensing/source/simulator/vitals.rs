@@ -77,6 +77,12 @@ impl Breathing {
     }
 }
 
+/// One beat's chest displacement over its cycle (phase 0..1): a sharp systolic pulse and a
+/// smaller recoil.
+pub(super) fn pulse_shape(phase: f64) -> f64 {
+    (-((phase - 0.2) / 0.07).powi(2)).exp() - 0.35 * (-((phase - 0.45) / 0.1).powi(2)).exp()
+}
+
 /// Heartbeat: a sharp systolic pulse per beat (rich in harmonics, like a ballistocardiogram),
 /// with slow rate variability (±2 %) and respiratory sinus arrhythmia (±3 % with the breath).
 #[derive(Debug, Clone)]
@@ -112,9 +118,7 @@ impl Heartbeat {
         self.rate_wander = ou_step(self.rate_wander, dt, 20.0, rng);
         let rsa = 1.0 + HEART_RSA * (TAU * breath_phase).sin();
         self.phase = (self.phase + dt * self.rate_bpm(base_bpm) * rsa / 60.0).fract();
-        let pulse = (-((self.phase - 0.2) / 0.07).powi(2)).exp()
-            - 0.35 * (-((self.phase - 0.45) / 0.1).powi(2)).exp();
-        depth_m * pulse
+        depth_m * pulse_shape(self.phase)
     }
 }
 

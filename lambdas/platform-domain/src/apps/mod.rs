@@ -1,0 +1,222 @@
+//! Apps and their tools: the [`Catalog`] port every use case asks about apps through.
+//!
+//! The built catalog artifact (from `lambdas/catalog`, see [`artifact`]) implements it for
+//! production; [`StaticCatalog`] answers from a small JSON file for development and tests.
+//! Everything here is read-only and synchronous: the catalog is loaded once per process and
+//! searched in memory.
+
+mod artifact;
+mod static_catalog;
+
+pub use static_catalog::{LoadError, StaticCatalog};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use platform_search::model::{AuthScheme, Method};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One app in catalog listings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppSummary {
+    /// Stable id, e.g. `slack`, `github`.
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub categories: Vec<String>,
+    pub tool_count: usize,
+}
+
+/// One tool (an operation of an app), as `GET /tools/{name}` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    /// Globally unique, app-prefixed snake_case name, e.g. `slack_send_message`.
+    pub name: String,
+    /// Id of the app the tool belongs to.
+    pub app: String,
+    pub description: String,
+    /// JSON Schema of the tool's arguments.
+    pub input_schema: Value,
+}
+
+/// Which apps to list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppFilter<'a> {
+    /// Only apps in this category (exact category id).
+    pub category: Option<&'a str>,
+    /// Free-text search over app names, aliases and descriptions.
+    pub search: Option<&'a str>,
+}
+
+/// A page of results; `next_cursor` is opaque to clients and `None` on the last page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// Tool name (resolvable with [`Catalog::tool`]).
+    pub tool: String,
+    pub app: String,
+    pub score: f64,
+    /// Query terms that matched this tool.
+    pub matched_terms: Vec<String>,
+}
+
+/// Result of a tool search; `hint` explains an empty or weak result to the caller (an LLM).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FindResult {
+    pub hits: Vec<Hit>,
+    pub hint: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogError {
+    #[error("the cursor is not one this catalog issued")]
+    InvalidCursor,
+}
+
+/// What running a tool needs: the HTTP operation behind it and the app's credentials schemes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operation {
+    pub tool: String,
+    pub app: String,
+    pub method: Method,
+    /// Path template relative to the app's base URL, e.g. `/v1/refunds/{refund}`.
+    pub path: String,
+    /// Alternatives (any one suffices), each the schemes used together. Empty: no credentials.
+    pub security: Vec<Vec<AuthScheme>>,
+}
+
+/// How an app is reached and authenticated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppAuth {
+    pub app: String,
+    /// The API's server URL (`servers[0].url`); may hold `{name}` templates.
+    pub base_url: String,
+    pub schemes: Vec<AuthScheme>,
+}
+
+pub trait Catalog: Send + Sync {
+    /// Apps matching `filter`, in a stable order, `limit` at most, starting after `cursor`.
+    fn apps(
+        &self,
+        filter: AppFilter<'_>,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<AppSummary>, CatalogError>;
+
+    fn app(&self, id: &str) -> Option<AppSummary>;
+
+    fn tool(&self, name: &str) -> Option<ToolDef>;
+
+    /// Tools for a task in plain words, best first, at most `limit`, optionally within one app.
+    fn find_tools(&self, query: &str, app: Option<&str>, limit: usize) -> FindResult;
+
+    /// The HTTP operation behind a tool; `None` when the catalog cannot run it.
+    fn operation(&self, _tool: &str) -> Option<Operation> {
+        None
+    }
+
+    /// The app's server URL and credential schemes; `None` for an unknown app.
+    fn app_auth(&self, _app: &str) -> Option<AppAuth> {
+        None
+    }
+
+    /// Every tool of an app with its HTTP method and path where the catalog knows them (triggers
+    /// derive their poll events from these). Empty for an unknown app.
+    fn tool_outlines(&self, _app: &str) -> Vec<ToolOutline> {
+        Vec::new()
+    }
+}
+
+/// A tool as the trigger deriver sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutline {
+    pub name: String,
+    pub description: String,
+    /// `GET`, `POST`, …; `None` when the catalog does not say.
+    pub method: Option<&'static str>,
+    /// Path template, e.g. `/v1/customers/{id}`; `None` when the catalog does not say.
+    pub path: Option<String>,
+}
+
+pub fn words(s: &str) -> Vec<String> {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() > 1)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+pub fn encode_cursor(offset: usize) -> String {
+    URL_SAFE_NO_PAD.encode(format!("o:{offset}"))
+}
+
+pub fn decode_cursor(cursor: &str) -> Result<usize, CatalogError> {
+    let raw = URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| CatalogError::InvalidCursor)?;
+    std::str::from_utf8(&raw)
+        .ok()
+        .and_then(|s| s.strip_prefix("o:"))
+        .and_then(|n| n.parse().ok())
+        .ok_or(CatalogError::InvalidCursor)
+}
+
+/// One page of the apps that pass `filter`, in the order given. Every catalog pages through this,
+/// so a cursor means the same whichever catalog issued it. `categories` and `text` say how an app
+/// is filtered (its categories; the words it is searched by); `summary` how it is listed.
+pub(crate) fn page_apps<'a, A: 'a>(
+    apps: impl Iterator<Item = &'a A>,
+    filter: AppFilter<'_>,
+    cursor: Option<&str>,
+    limit: usize,
+    categories: impl Fn(&A) -> &[String],
+    text: impl Fn(&A) -> String,
+    summary: impl Fn(&A) -> AppSummary,
+) -> Result<Page<AppSummary>, CatalogError> {
+    let start = cursor.map(decode_cursor).transpose()?.unwrap_or(0);
+    let terms = filter.search.map(words).unwrap_or_default();
+    let matching: Vec<&A> = apps
+        .filter(|a| {
+            filter
+                .category
+                .is_none_or(|c| categories(a).iter().any(|x| x == c))
+        })
+        .filter(|a| {
+            terms.is_empty() || {
+                let words = words(&text(a));
+                terms.iter().all(|t| words.contains(t))
+            }
+        })
+        .collect();
+    if start > matching.len() {
+        return Err(CatalogError::InvalidCursor);
+    }
+    let end = (start + limit).min(matching.len());
+    Ok(Page {
+        items: matching[start..end].iter().map(|a| summary(a)).collect(),
+        next_cursor: (end < matching.len()).then(|| encode_cursor(end)),
+    })
+}
+
+/// The catalog in the file at `path`: the built artifact (`*.zst`, from `lambdas/catalog`) is the
+/// product catalog, a JSON file the small development/test catalog; without a path the catalog is
+/// empty.
+pub fn load(path: Option<&std::path::Path>) -> Result<std::sync::Arc<dyn Catalog>, String> {
+    let Some(path) = path else {
+        return Ok(std::sync::Arc::new(StaticCatalog::empty()));
+    };
+    if path.extension().is_some_and(|e| e == "zst") {
+        platform_search::catalog::Catalog::load(path)
+            .map(|c| std::sync::Arc::new(c) as std::sync::Arc<dyn Catalog>)
+            .map_err(|e| e.to_string())
+    } else {
+        StaticCatalog::from_path(path)
+            .map(|c| std::sync::Arc::new(c) as std::sync::Arc<dyn Catalog>)
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,151 @@
+//! The tools of a REST connector, derived from its OpenAPI 3 document exactly as the catalog
+//! derives its own (`platform_search::derive`), so a custom connector's tools look like the
+//! catalog's and map their argument groups the same way when run.
+
+use serde_json::Value;
+
+use super::{CustomError, CustomTool, HttpOp, MAX_TOOLS, TOOL_PREFIX};
+use platform_search::derive::{operation_name, spec, tool_name};
+
+/// Tools and server URL derived from a document.
+pub struct Derived {
+    pub base_url: Option<String>,
+    pub tools: Vec<CustomTool>,
+}
+
+/// Derives the tools of `doc` for connector `connector`. `doc_url` resolves a relative server
+/// URL (`"servers": [{"url": "/v1"}]`).
+pub fn derive(connector: &str, doc: &Value, doc_url: Option<&str>) -> Result<Derived, CustomError> {
+    let Some(obj) = doc.as_object() else {
+        return Err(CustomError::InvalidOpenApi(
+            "the document is not a JSON object".into(),
+        ));
+    };
+    match obj.get("openapi").and_then(Value::as_str) {
+        Some(v) if v.starts_with("3.") => {}
+        Some(v) => {
+            return Err(CustomError::InvalidOpenApi(format!(
+                "version {v:?}; only OpenAPI 3.x is read"
+            )));
+        }
+        None if obj.contains_key("swagger") => {
+            return Err(CustomError::InvalidOpenApi(
+                "Swagger 2.0; convert it to OpenAPI 3 first".into(),
+            ));
+        }
+        None => {
+            return Err(CustomError::InvalidOpenApi(
+                "the `openapi` version field is missing".into(),
+            ));
+        }
+    }
+    if !obj.get("paths").is_some_and(Value::is_object) {
+        return Err(CustomError::InvalidOpenApi(
+            "`paths` is missing or not an object".into(),
+        ));
+    }
+    let parsed = spec::parse("custom", None, doc);
+    if parsed.ops.is_empty() {
+        return Err(CustomError::InvalidOpenApi("it has no operations".into()));
+    }
+    if parsed.ops.len() > MAX_TOOLS {
+        return Err(CustomError::TooManyTools(parsed.ops.len()));
+    }
+    let base_url = parsed.base_url.clone().or_else(|| {
+        let relative = doc.pointer("/servers/0/url").and_then(Value::as_str)?;
+        let base = url::Url::parse(doc_url?).ok()?;
+        base.join(relative).ok().map(|u| u.to_string())
+    });
+    let app = format!("{TOOL_PREFIX}{connector}");
+    let mut seen = std::collections::HashSet::new();
+    let mut tools = Vec::with_capacity(parsed.ops.len());
+    for op in parsed.ops {
+        let base = operation_name(&op);
+        let mut name = tool_name(&app, &base);
+        let mut k = 2;
+        while !seen.insert(name.clone()) {
+            name = tool_name(&app, &format!("{base}_{k}"));
+            k += 1;
+        }
+        let input_schema: Value = serde_json::from_str(&op.input_schema)
+            .map_err(|e| CustomError::InvalidOpenApi(format!("a schema is unreadable: {e}")))?;
+        let description = if op.description.trim().is_empty() {
+            format!("{} {}", op.method.as_str(), op.path)
+        } else {
+            op.description.clone()
+        };
+        tools.push(CustomTool {
+            name,
+            remote: op.operation_id.clone().unwrap_or(base),
+            description,
+            input_schema,
+            http: Some(HttpOp {
+                method: op.method,
+                path: op.path,
+            }),
+            summary: format!("{} {}", op.index_summary, op.index_description),
+            params: op.params,
+        });
+    }
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Derived { base_url, tools })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn petstore() -> Value {
+        json!({
+            "openapi": "3.0.3",
+            "info": {"title": "Pet Store", "version": "1"},
+            "servers": [{"url": "https://pets.example.com/v1"}],
+            "paths": {
+                "/pets/{petId}": {"get": {"operationId": "showPetById", "summary": "Info for a specific pet",
+                    "parameters": [{"name": "petId", "in": "path", "required": true, "schema": {"type": "string"}}]}},
+                "/pets": {"post": {"operationId": "createPet", "summary": "Create a pet",
+                    "requestBody": {"required": true, "content": {"application/json": {"schema":
+                        {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}}}}}
+            }
+        })
+    }
+
+    #[test]
+    fn tools_are_derived_like_the_catalogs() {
+        let d = derive("pets", &petstore(), None).unwrap();
+        assert_eq!(d.base_url.as_deref(), Some("https://pets.example.com/v1"));
+        let names: Vec<&str> = d.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["custom.pets.create_pet", "custom.pets.show_pet_by_id"]
+        );
+        let show = &d.tools[1];
+        assert_eq!(
+            show.input_schema["properties"]["path"]["required"],
+            json!(["petId"])
+        );
+        assert_eq!(show.http.as_ref().unwrap().path, "/pets/{petId}");
+    }
+
+    #[test]
+    fn unusable_documents_say_why() {
+        for (doc, why) in [
+            (json!([1]), "not a JSON object"),
+            (json!({"swagger": "2.0", "paths": {}}), "Swagger 2.0"),
+            (json!({"openapi": "3.0.0", "info": {}}), "paths"),
+            (json!({"openapi": "3.0.0", "paths": {}}), "no operations"),
+        ] {
+            let e = derive("x", &doc, None).err().unwrap();
+            assert!(e.to_string().contains(why), "{e}");
+        }
+    }
+
+    #[test]
+    fn relative_servers_resolve_against_the_document_url() {
+        let mut doc = petstore();
+        doc["servers"] = json!([{"url": "/api/v2"}]);
+        let d = derive("pets", &doc, Some("https://example.com/specs/openapi.json")).unwrap();
+        assert_eq!(d.base_url.as_deref(), Some("https://example.com/api/v2"));
+    }
+}
