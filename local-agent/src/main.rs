@@ -52,6 +52,11 @@ enum Command {
     Replay(ReplayArgs),
     /// Play a recording as if it were an ESP32 node sending to a hub (for set-up and tests).
     NodeEmulator(NodeEmulatorArgs),
+    /// Evaluate an estimator on labelled recordings, next to a peer's published method.
+    Eval {
+        #[command(subcommand)]
+        what: EvalCommand,
+    },
     /// Away Alerts: `alert test` sends a test alert to the configured address now.
     Alert {
         #[command(subcommand)]
@@ -129,6 +134,33 @@ struct DoctorArgs {
     /// Live view port to check when no agent is running.
     #[arg(long, env = view::PORT_ENV, default_value_t = view::DEFAULT_PORT)]
     view_port: u16,
+}
+
+#[derive(Debug, Subcommand)]
+enum EvalCommand {
+    /// Motion detection on an ESPectre-style folder (baseline/, movement/, test/ of .npz), ours
+    /// and ESPectre's MVS + NBVI side by side, per packet, per 1 s window, held-out calibration
+    /// and onset.
+    Motion(EvalMotionArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct EvalMotionArgs {
+    /// The folder (e.g. shared/data/csi/espectre).
+    dir: PathBuf,
+    /// Chips of the tuning part, comma-separated; the others are reported as held out.
+    #[arg(long, value_delimiter = ',', default_values_t = local_agent::eval::motion::TUNE_CHIPS.map(String::from))]
+    tune_chips: Vec<String>,
+    /// Packet where motion starts in the test/ captures.
+    #[arg(long, default_value_t = local_agent::eval::motion::ONSET_PACKET)]
+    onset_packet: usize,
+    /// Override one of our motion detector's settings for a tuning run, e.g. `--set
+    /// threshold=3` or `--set calibration_s=5` (repeatable; see `MotionConfig`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
+    /// Machine-readable JSON instead of tables.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -244,12 +276,15 @@ struct NodeEmulatorArgs {
 #[derive(Debug, clap::Args)]
 struct ReplayArgs {
     /// The recording (esp-csi CSI_DATA lines, ESP32-CSI-Tool CSV, RuView JSONL, ESPectre .npz).
-    file: PathBuf,
+    /// Several files play back to back as one stream (`.npz` captures as one node).
+    #[arg(required = true, num_args = 1..)]
+    files: Vec<PathBuf>,
     /// Print per-window estimates and a summary. This is the only offline mode, so it is also the
     /// default; the flag keeps scripts explicit.
     #[arg(long)]
     report: bool,
-    /// Window length in seconds of recording time.
+    /// Window length in seconds of recording time. Shorter than the frame spacing gives one row
+    /// per frame.
     #[arg(long, default_value_t = 10.0)]
     window_s: f64,
     /// Machine-readable JSON instead of a table.
@@ -288,6 +323,10 @@ enum CliError {
     Emulator(#[from] emulator::EmulatorError),
     #[error(transparent)]
     Store(#[from] local_agent::store::routine::RoutineStoreError),
+    #[error(transparent)]
+    Eval(#[from] local_agent::eval::motion::EvalError),
+    #[error("--set: {0}")]
+    Setting(String),
     #[error("{0}")]
     NoAgent(String),
     #[error("cannot open a browser ({0}); open this address yourself: {1}")]
@@ -325,6 +364,9 @@ fn main() -> ExitCode {
         }) => alert_test(),
         Some(Command::Away(args)) => away(&args),
         Some(Command::NodeEmulator(args)) => node_emulator(&args),
+        Some(Command::Eval {
+            what: EvalCommand::Motion(args),
+        }) => eval_motion(&args),
         Some(Command::Baseline {
             action: BaselineAction::Reset,
         }) => baseline_reset(),
@@ -660,12 +702,45 @@ fn replay(args: &ReplayArgs) -> Result<(), CliError> {
     if !(args.window_s.is_finite() && args.window_s > 0.0) {
         return Err(CliError::BadWindow(args.window_s));
     }
-    let mut recording = source::open_recording(&args.file)?;
-    let report = report::evaluate_replay(&mut recording, args.window_s, PipelineConfig::default());
+    let mut recordings = args
+        .files
+        .iter()
+        .map(|f| source::open_recording(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let report =
+        report::evaluate_replay_chain(&mut recordings, args.window_s, PipelineConfig::default());
     let text = if args.json {
         serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))?
     } else {
         report.render_text()
+    };
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{text}").map_err(|e| CliError::Output(e.to_string()))?;
+    Ok(())
+}
+
+fn eval_motion(args: &EvalMotionArgs) -> Result<(), CliError> {
+    use local_agent::eval::motion;
+    let ds = motion::load(&args.dir)?;
+    let mut opts = motion::EvalOptions {
+        tune_chips: args
+            .tune_chips
+            .iter()
+            .map(|c| c.to_ascii_lowercase())
+            .collect(),
+        onset_packet: args.onset_packet,
+        ..motion::EvalOptions::default()
+    };
+    for kv in &args.settings {
+        opts.pipeline.motion.set(kv).map_err(CliError::Setting)?;
+    }
+    opts.pipeline.calibration_s = opts.pipeline.motion.calibration_s;
+    let report = motion::evaluate(&args.dir.display().to_string(), &ds, &opts)?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))?
+    } else {
+        report.render()
     };
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
