@@ -109,8 +109,10 @@ test("a bad signature, or a body too large, is limited like an anonymous request
   await assertProblem(await fetch(`${BASE_URL}/llms.txt`, { headers: garbage }), 429);
 
   const big = uniqueClientIp();
+  // A path that answers in problem+json: on /mcp and the checkout routes the same refusals
+  // come in the protocol's own shape (mcp.test.mjs and commerce.test.mjs check those).
   const post = () =>
-    fetch(`${BASE_URL}/mcp`, {
+    fetch(`${BASE_URL}/llms.txt`, {
       method: "POST",
       headers: { "cf-connecting-ip": big, "content-type": "application/json" },
       body: "x".repeat(300 * 1024),
