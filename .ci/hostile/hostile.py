@@ -557,9 +557,10 @@ def main():
                          unknown_allowed=[401, 403, 429], documented_5xx=[], default_5xx=[], signatures=False,
                          fresh_client_ip=False, worker_marker=None, normalises_dots=False, preflight=[], site_paths=[]),
         # Edge errors are RFC 9457 problems, except where a protocol fixes its own shape: MCP's
-        # JSON-RPC errors and ACP's {type, code, message}. Preflights answer 204 (CORS).
+        # JSON-RPC errors, ACP's {type, code, message} and UCP's {code, content}. Preflights
+        # answer 204 (CORS).
         "edge": dict(health="/llms.txt", worker_marker="x-request-id",
-                     error_shape="type,title,status|jsonrpc,error|type,code", always_allowed=[429, 403, 406, 415],
+                     error_shape="type,title,status|jsonrpc,error|type,code|code,content", always_allowed=[429, 403, 406, 415],
                      unknown_allowed=[403, 406, 415, 429], documented_5xx=[], default_5xx=[], signatures=True,
                      fresh_client_ip=True, normalises_dots=True, preflight=[204],
                      # The site's pages (Markdown/HTML) are not API operations, so not in the document.
