@@ -11,7 +11,8 @@
 //! - `config`: Worker vars and secrets as a plain [`config::Config`].
 //! - `pages`, `search`: the site's Markdown pages and page search.
 //! - `stripe`, `catalog`, `idempotency`, `checkout`: the commerce domain (no I/O).
-//! - `ratelimit`, `webbotauth`: limiter decisions and Web Bot Auth (no I/O).
+//! - `public_host`, `ratelimit`, `webbotauth`: which hosts may be fetched, limiter decisions and
+//!   Web Bot Auth (no I/O).
 //! - `tool`, `discovery`, `site_tools`, `commerce`: tool vocabulary, discovery documents, the
 //!   site's tools, the shop (over a `Backend` the glue implements).
 //! - `registry`: the one tool list, handed to MCP, discovery and the site.
@@ -28,6 +29,7 @@ pub mod mcp;
 pub mod meta;
 pub mod pages;
 pub mod problem;
+pub mod public_host;
 pub mod ratelimit;
 pub mod registry;
 pub mod reply;

@@ -3,6 +3,7 @@
 //! makes the limit exact rather than per-location) only stores a number.
 
 use crate::reply::Reply;
+use std::net::{IpAddr, Ipv6Addr};
 
 /// Minimum spacing of two allowed requests from one client.
 pub const INTERVAL_MS: u64 = 1_000;
@@ -37,15 +38,44 @@ pub fn retry_after_secs(retry_after_ms: u64) -> u64 {
     retry_after_ms.div_ceil(1_000).max(1)
 }
 
-/// The limiter key for a client: a verified Web Bot Auth agent gets its own bucket, everyone
-/// else is keyed by address. Prefixes keep the two namespaces apart.
-pub fn client_key(verified_agent: Option<&str>, ip: Option<&str>) -> String {
-    match (verified_agent, ip) {
-        (Some(agent), _) => format!("agent:{agent}"),
-        (None, Some(ip)) if !ip.trim().is_empty() => {
-            format!("ip:{}", ip.trim().to_ascii_lowercase())
-        }
-        _ => "ip:unknown".to_string(),
+/// The limiter key for a client. A Web Bot Auth agent whose identity the signature proves (the
+/// origin of its cached HTTPS key directory, see `webbotauth::Outcome::agent_key`) gets its own
+/// bucket; everyone else is keyed by address: an IPv4 address, or an IPv6 client's /64 (one
+/// subscriber typically holds a whole /64, so per-address keys would give each a billion
+/// buckets). Prefixes keep the namespaces apart; a missing or unreadable address shares one
+/// bucket.
+pub fn client_key(agent_origin: Option<&str>, ip: Option<&str>) -> String {
+    if let Some(origin) = agent_origin {
+        return format!("agent:{}", origin.trim().to_ascii_lowercase());
+    }
+    match ip.and_then(|s| s.trim().parse::<IpAddr>().ok()) {
+        Some(IpAddr::V4(v4)) => format!("ip:{v4}"),
+        Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => format!("ip:{v4}"),
+            None => {
+                let prefix = u128::from(v6) & !u128::from(u64::MAX);
+                format!("ip:{}/64", Ipv6Addr::from(prefix))
+            }
+        },
+        None => "ip:unknown".to_string(),
+    }
+}
+
+/// Whether the client `key` is on the configured exemption list (`RATE_LIMIT_EXEMPT`, entries
+/// `ip:<address>` or `agent:<origin>`), compared in [`client_key`]'s form whatever the spelling.
+pub fn is_exempt(exemptions: &[String], key: &str) -> bool {
+    exemptions.iter().any(|e| exemption_key(e) == key)
+}
+
+/// A configured exemption in the form [`client_key`] produces.
+pub fn exemption_key(entry: &str) -> String {
+    let entry = entry.trim();
+    if let Some(ip) = entry.strip_prefix("ip:") {
+        client_key(None, Some(ip))
+    } else if let Some(origin) = entry.strip_prefix("agent:") {
+        client_key(Some(origin), None)
+    } else {
+        entry.to_string()
     }
 }
 
@@ -132,9 +162,39 @@ mod tests {
 
     #[test]
     fn keys_separate_agents_from_addresses() {
-        assert_eq!(client_key(Some("abc"), Some("1.2.3.4")), "agent:abc");
-        assert_eq!(client_key(None, Some(" 2001:DB8::1 ")), "ip:2001:db8::1");
+        assert_eq!(
+            client_key(Some("https://Bots.Example"), Some("1.2.3.4")),
+            "agent:https://bots.example"
+        );
+        assert_eq!(client_key(None, Some(" 1.2.3.4 ")), "ip:1.2.3.4");
         assert_eq!(client_key(None, None), "ip:unknown");
+        assert_eq!(client_key(None, Some("not an address")), "ip:unknown");
+    }
+
+    #[test]
+    fn ipv6_clients_are_keyed_by_their_64() {
+        let a = client_key(None, Some("2001:DB8:1:2::1"));
+        assert_eq!(a, "ip:2001:db8:1:2::/64");
+        assert_eq!(
+            client_key(None, Some("2001:db8:1:2:ffff:ffff:ffff:ffff")),
+            a
+        );
+        assert_ne!(client_key(None, Some("2001:db8:1:3::1")), a);
+        assert_eq!(client_key(None, Some("::ffff:1.2.3.4")), "ip:1.2.3.4");
+    }
+
+    #[test]
+    fn exemptions_compare_in_the_keys_own_form() {
+        assert_eq!(exemption_key("ip:::1"), client_key(None, Some("::1")));
+        assert_eq!(exemption_key("ip: 127.0.0.1"), "ip:127.0.0.1");
+        assert_eq!(
+            exemption_key("agent:HTTPS://Bots.Example"),
+            client_key(Some("https://bots.example"), None)
+        );
+        let list = vec!["ip:127.0.0.1".to_string(), "ip:::1".to_string()];
+        assert!(is_exempt(&list, "ip:::/64"));
+        assert!(is_exempt(&list, "ip:127.0.0.1"));
+        assert!(!is_exempt(&list, "ip:127.0.0.2"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod alerts;
 pub mod doctor;
 pub mod engine;
+pub mod eval;
 pub mod hub;
 pub mod link;
 pub mod mqtt;

@@ -16,7 +16,7 @@ use local_agent::engine::history;
 use local_agent::engine::report;
 use local_agent::engine::source::{self, FrameFeed, ReplayFeed, SimulatorFeed};
 use local_agent::engine::{DEFAULT_PORT, Engine, EngineConfig, PORT_ENV, SharedSink};
-use local_agent::hub::auth::{TokenRule, parse_allow_list};
+use local_agent::hub::auth::{TokenRule, refuse_allow_list};
 use local_agent::hub::emulator::{self, EmulatorOptions};
 use local_agent::hub::registry::{Registry, RegistryConfig};
 use local_agent::hub::{self, Hub, HubConfig, HubDeps};
@@ -52,6 +52,11 @@ enum Command {
     Replay(ReplayArgs),
     /// Play a recording as if it were an ESP32 node sending to a hub (for set-up and tests).
     NodeEmulator(NodeEmulatorArgs),
+    /// Evaluate an estimator on labelled recordings, next to a peer's published method.
+    Eval {
+        #[command(subcommand)]
+        what: EvalCommand,
+    },
     /// Away Alerts: `alert test` sends a test alert to the configured address now.
     Alert {
         #[command(subcommand)]
@@ -129,6 +134,33 @@ struct DoctorArgs {
     /// Live view port to check when no agent is running.
     #[arg(long, env = view::PORT_ENV, default_value_t = view::DEFAULT_PORT)]
     view_port: u16,
+}
+
+#[derive(Debug, Subcommand)]
+enum EvalCommand {
+    /// Motion detection on an ESPectre-style folder (baseline/, movement/, test/ of .npz), ours
+    /// and ESPectre's MVS + NBVI side by side, per packet, per 1 s window, held-out calibration
+    /// and onset.
+    Motion(EvalMotionArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct EvalMotionArgs {
+    /// The folder (e.g. shared/data/csi/espectre).
+    dir: PathBuf,
+    /// Chips of the tuning part, comma-separated; the others are reported as held out.
+    #[arg(long, value_delimiter = ',', default_values_t = local_agent::eval::motion::TUNE_CHIPS.map(String::from))]
+    tune_chips: Vec<String>,
+    /// Packet where motion starts in the test/ captures.
+    #[arg(long, default_value_t = local_agent::eval::motion::ONSET_PACKET)]
+    onset_packet: usize,
+    /// Override one of our motion detector's settings for a tuning run, e.g. `--set
+    /// threshold=3` or `--set calibration_s=5` (repeatable; see `MotionConfig`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
+    /// Machine-readable JSON instead of tables.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -210,9 +242,8 @@ struct RunArgs {
     /// UDP ingest port on all interfaces.
     #[arg(long, env = hub::CSI_PORT_ENV, default_value_t = hub::DEFAULT_CSI_PORT)]
     csi_port: u16,
-    /// Non-loopback UDP senders to accept without a WebSocket token handshake:
-    /// comma-separated IPs and CIDRs.
-    #[arg(long, env = hub::ALLOW_ENV, default_value = "")]
+    /// Removed: refused when set (remote nodes authenticate with a session; see the README).
+    #[arg(long, env = hub::ALLOW_ENV, default_value = "", hide = true)]
     csi_allow: String,
     /// Live view port on 127.0.0.1 (never another interface).
     #[arg(long, env = view::PORT_ENV, default_value_t = view::DEFAULT_PORT)]
@@ -236,17 +267,24 @@ struct NodeEmulatorArgs {
     /// ADR-018 node id to send as (default: the recording's, else 1).
     #[arg(long)]
     node_id: Option<u8>,
+    /// The hub's HTTP address for UDP node sessions (default: the UDP host on
+    /// SERVICE_SENTINEL_PORT, 8790). UDP uses sessions when this or a token is given.
+    #[arg(long, value_name = "URL")]
+    hub: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
 struct ReplayArgs {
     /// The recording (esp-csi CSI_DATA lines, ESP32-CSI-Tool CSV, RuView JSONL, ESPectre .npz).
-    file: PathBuf,
+    /// Several files play back to back as one stream (`.npz` captures as one node).
+    #[arg(required = true, num_args = 1..)]
+    files: Vec<PathBuf>,
     /// Print per-window estimates and a summary. This is the only offline mode, so it is also the
     /// default; the flag keeps scripts explicit.
     #[arg(long)]
     report: bool,
-    /// Window length in seconds of recording time.
+    /// Window length in seconds of recording time. Shorter than the frame spacing gives one row
+    /// per frame.
     #[arg(long, default_value_t = 10.0)]
     window_s: f64,
     /// Machine-readable JSON instead of a table.
@@ -280,11 +318,15 @@ enum CliError {
     #[error(transparent)]
     Hub(#[from] hub::HubError),
     #[error(transparent)]
-    Allow(#[from] hub::auth::BadAllowEntry),
+    Allow(#[from] hub::auth::AllowListRemoved),
     #[error(transparent)]
     Emulator(#[from] emulator::EmulatorError),
     #[error(transparent)]
     Store(#[from] local_agent::store::routine::RoutineStoreError),
+    #[error(transparent)]
+    Eval(#[from] local_agent::eval::motion::EvalError),
+    #[error("--set: {0}")]
+    Setting(String),
     #[error("{0}")]
     NoAgent(String),
     #[error("cannot open a browser ({0}); open this address yourself: {1}")]
@@ -322,6 +364,9 @@ fn main() -> ExitCode {
         }) => alert_test(),
         Some(Command::Away(args)) => away(&args),
         Some(Command::NodeEmulator(args)) => node_emulator(&args),
+        Some(Command::Eval {
+            what: EvalCommand::Motion(args),
+        }) => eval_motion(&args),
         Some(Command::Baseline {
             action: BaselineAction::Reset,
         }) => baseline_reset(),
@@ -382,7 +427,7 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             Box::new(feed)
         }
     };
-    let allow = parse_allow_list(&args.csi_allow)?;
+    refuse_allow_list(&args.csi_allow)?;
     // Read from the environment only: a token on the command line is visible to every user.
     let token = std::env::var(hub::TOKEN_ENV).ok();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -415,7 +460,6 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             port: args.hub_port,
             csi_port: args.csi_port,
             token: TokenRule::new(token.as_deref()),
-            allow,
             ..HubConfig::default()
         };
         // One away switch for the hub's control route, the live view, the schedule and the
@@ -605,6 +649,7 @@ fn node_emulator(args: &NodeEmulatorArgs) -> Result<(), CliError> {
         speed: Some(args.speed),
         token: args.token.clone(),
         node_id: args.node_id,
+        hub: args.hub.clone(),
     };
     let stop = std::sync::atomic::AtomicBool::new(false);
     let stats = emulator::run(&options, &stop)?;
@@ -657,12 +702,45 @@ fn replay(args: &ReplayArgs) -> Result<(), CliError> {
     if !(args.window_s.is_finite() && args.window_s > 0.0) {
         return Err(CliError::BadWindow(args.window_s));
     }
-    let mut recording = source::open_recording(&args.file)?;
-    let report = report::evaluate_replay(&mut recording, args.window_s, PipelineConfig::default());
+    let mut recordings = args
+        .files
+        .iter()
+        .map(|f| source::open_recording(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let report =
+        report::evaluate_replay_chain(&mut recordings, args.window_s, PipelineConfig::default());
     let text = if args.json {
         serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))?
     } else {
         report.render_text()
+    };
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{text}").map_err(|e| CliError::Output(e.to_string()))?;
+    Ok(())
+}
+
+fn eval_motion(args: &EvalMotionArgs) -> Result<(), CliError> {
+    use local_agent::eval::motion;
+    let ds = motion::load(&args.dir)?;
+    let mut opts = motion::EvalOptions {
+        tune_chips: args
+            .tune_chips
+            .iter()
+            .map(|c| c.to_ascii_lowercase())
+            .collect(),
+        onset_packet: args.onset_packet,
+        ..motion::EvalOptions::default()
+    };
+    for kv in &args.settings {
+        opts.pipeline.motion.set(kv).map_err(CliError::Setting)?;
+    }
+    opts.pipeline.calibration_s = opts.pipeline.motion.calibration_s;
+    let report = motion::evaluate(&args.dir.display().to_string(), &ds, &opts)?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))?
+    } else {
+        report.render()
     };
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();

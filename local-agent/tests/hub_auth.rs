@@ -135,7 +135,7 @@ async fn without_a_configured_token_every_remote_call_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn remote_udp_is_dropped_until_its_address_proves_the_token_over_websocket() {
+async fn remote_udp_needs_a_session_even_from_an_address_that_proved_the_token() {
     let rig = Rig::start(RigOptions {
         token: Some("node-token"),
         engine: false,
@@ -147,8 +147,9 @@ async fn remote_udp_is_dropped_until_its_address_proves_the_token_over_websocket
     let csv = csv.to_str().expect("utf-8 path");
     let udp = format!("udp://{}:{}", ns.host_ip, rig.hub.udp_addr().port());
     let ws = format!("ws://{}:{}/ingest", ns.host_ip, rig.hub.local_addr().port());
+    let hub = format!("http://{}:{}", ns.host_ip, rig.hub.local_addr().port());
 
-    // 1. UDP from an unknown LAN address: dropped and counted, no node.
+    // 1. Plain UDP from a LAN address: dropped and counted, no node.
     let out = block(|| {
         ns.exec(
             BIN,
@@ -196,7 +197,7 @@ async fn remote_udp_is_dropped_until_its_address_proves_the_token_over_websocket
     assert!(String::from_utf8_lossy(&out.stderr).contains("401"));
     assert_eq!(rig.json("/health").await["ingest"]["unauthorized"], 1);
 
-    // 3. WebSocket with the token: lines accepted, and the address is now trusted for UDP.
+    // 3. WebSocket with the token: lines accepted.
     let out = block(|| {
         ns.exec(
             BIN,
@@ -228,6 +229,8 @@ async fn remote_udp_is_dropped_until_its_address_proves_the_token_over_websocket
     assert_eq!(node["format"], "esp32-csi-tool");
     assert_eq!(node["addr"], ns.ns_ip);
 
+    // 4. The address proved the token, but a datagram's source address proves nothing: plain
+    //    UDP from it is still dropped.
     let out = block(|| {
         ns.exec(
             BIN,
@@ -235,42 +238,27 @@ async fn remote_udp_is_dropped_until_its_address_proves_the_token_over_websocket
         )
     });
     assert!(out.status.success());
-    let node = wait_for(
-        "the UDP node from the token-proven address",
-        Duration::from_secs(10),
-        || async { rig.node("node-1").await.filter(|n| n["frames"] == 13) },
-    )
-    .await;
-    assert_eq!(node["transport"], "udp");
-    assert_eq!(node["format"], "adr018");
-    assert_eq!(node["addr"], ns.ns_ip);
-    assert_eq!(rig.json("/health").await["ingest"]["unknown_sender"], 13);
-    rig.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn remote_udp_from_an_allow_listed_address_is_accepted_without_a_token() {
-    let ns = Netns::create();
-    let rig = Rig::start(RigOptions {
-        token: None,
-        allow: format!("192.0.2.0/24, {}", ns.ns_ip),
-        engine: false,
-        ..RigOptions::default()
+    wait_for("26 unknown_sender", Duration::from_secs(10), || async {
+        let h = rig.json("/health").await;
+        (h["ingest"]["unknown_sender"] == 26).then_some(())
     })
     .await;
-    let csv = data("esp32-csi-tool/example_csi.csv");
-    let udp = format!("udp://{}:{}", ns.host_ip, rig.hub.udp_addr().port());
+    assert!(rig.node("node-1").await.is_none());
+
+    // 5. With a node session (token → key, every datagram tagged): accepted.
     let out = block(|| {
         ns.exec(
             BIN,
             &[
                 "node-emulator",
                 "--file",
-                csv.to_str().expect("utf-8"),
+                csv,
                 "--to",
                 &udp,
-                "--node-id",
-                "7",
+                "--token",
+                "node-token",
+                "--hub",
+                &hub,
                 "--speed",
                 "4",
             ],
@@ -281,15 +269,83 @@ async fn remote_udp_from_an_allow_listed_address_is_accepted_without_a_token() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let node = wait_for("the allow-listed node", Duration::from_secs(10), || async {
-        rig.node("node-7").await.filter(|n| n["frames"] == 13)
-    })
+    let node = wait_for(
+        "the UDP node with a session",
+        Duration::from_secs(10),
+        || async { rig.node("node-1").await.filter(|n| n["frames"] == 13) },
+    )
     .await;
+    assert_eq!(node["transport"], "udp");
+    assert_eq!(node["format"], "adr018");
     assert_eq!(node["addr"], ns.ns_ip);
     let health = rig.json("/health").await;
-    assert_eq!(health["ingest"]["unknown_sender"], 0);
-    // Nothing was fed: this hub runs without the engine.
-    assert_eq!(health["feeding_pipeline"], false);
-    assert_eq!(health["ingest"]["not_fed"], 13);
+    assert_eq!(health["ingest"]["unknown_sender"], 26);
+    assert_eq!(health["ingest"]["unauthenticated"], 0);
+    rig.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_needs_the_token_from_another_machine_and_a_valid_body() {
+    let contract = Contract::load_file("hub-openapi.json");
+    let rig = Rig::start(RigOptions {
+        token: Some("node-token"),
+        engine: false,
+        ..RigOptions::default()
+    })
+    .await;
+    let ns = Netns::create();
+    let url = format!(
+        "http://{}:{}/ingest/session",
+        ns.host_ip,
+        rig.hub.local_addr().port()
+    );
+    let post = |headers: &[&str], body: &str| {
+        let mut args = vec![
+            "-s",
+            "-m",
+            "10",
+            "-X",
+            "POST",
+            "-w",
+            "\n%{http_code}",
+            "-d",
+            body,
+        ];
+        for h in headers {
+            args.push("-H");
+            args.push(h);
+        }
+        args.push(&url);
+        let out = ns.exec("curl", &args);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let (body, status) = text.rsplit_once('\n').unwrap_or(("", &text));
+        (
+            status.trim().parse::<u16>().unwrap_or(0),
+            serde_json::from_str::<serde_json::Value>(body).unwrap_or_default(),
+        )
+    };
+    let json = "Content-Type: application/json";
+    let (status, body) = block(|| post(&[json], r#"{"node_id": 1}"#));
+    assert_eq!(status, 401, "{body}");
+    contract.check("Error", &body);
+    let token = "X-Service-Token: node-token";
+    for bad in [
+        r#"{"node_id": 256}"#,
+        r#"{"node_id": -1}"#,
+        r#"{"node": 1}"#,
+        "[]",
+        "x",
+    ] {
+        let (status, body) = block(|| post(&[json, token], bad));
+        assert_eq!(status, 400, "{bad}: {body}");
+        contract.check("Error", &body);
+    }
+    let (status, body) = block(|| post(&[token], r#"{"node_id": 1}"#));
+    assert_eq!(status, 400, "without a JSON content type: {body}");
+    let (status, session) = block(|| post(&[json, token], r#"{"node_id": 9}"#));
+    assert_eq!(status, 201, "{session}");
+    contract.check("Session", &session);
+    assert_eq!(session["node_id"], 9);
+    assert_eq!(session["udp_port"], rig.hub.udp_addr().port());
     rig.stop().await;
 }

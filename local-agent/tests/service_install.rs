@@ -118,9 +118,9 @@ fn the_systemd_unit_passes_systemd_analyze_verify() {
         Path::new(BIN),
         &[
             "--source".into(),
-            "hub".into(),
-            "--csi-allow".into(),
-            "10.0.0.0/8 $x 100%".into(),
+            "replay".into(),
+            "--file".into(),
+            "/srv/csi/night $x 100%.jsonl".into(),
         ],
         &dir.path().join("service.env"),
     );

@@ -12,16 +12,17 @@ thread_local! {
 }
 
 /// Fetches an agent's key directory (HTTPS, no redirects, 200 only, size-capped, with a
-/// timeout), through the per-isolate cache.
-pub(super) async fn directory(url: &str, now_s: i64) -> Option<Vec<u8>> {
+/// timeout), through the per-isolate cache. The flag is true when the answer came from the
+/// cache, i.e. the directory was fetched for an earlier request.
+pub(super) async fn directory(url: &str, now_s: i64) -> (Option<Vec<u8>>, bool) {
     if let Some(cached) =
         DIRECTORIES.with(|c| c.borrow().get(url, now_s).map(|b| b.map(<[u8]>::to_vec)))
     {
-        return cached;
+        return (cached, true);
     }
     let fetched = fetch_directory(url).await;
     DIRECTORIES.with(|c| c.borrow_mut().put(url, now_s, fetched.clone()));
-    fetched
+    (fetched, false)
 }
 
 async fn fetch_directory(url: &str) -> Option<Vec<u8>> {

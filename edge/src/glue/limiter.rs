@@ -6,8 +6,12 @@ use worker::{
     Date, DurableObject, Env, Request, Response, Result, State, console_log, durable_object,
 };
 
-/// Asks the client's Durable Object whether this request may pass. If the limiter itself is
-/// unavailable the request is served: a limiter outage must not take the site down.
+/// How long a client is told to wait when the limiter cannot answer.
+const UNAVAILABLE_RETRY_MS: u64 = 1_000;
+
+/// Asks the client's Durable Object whether this request may pass. If the limiter itself fails
+/// the request is refused (429 with `Retry-After`) and the failure logged: failing open would
+/// hand an attacker who can make the limiter fail an unlimited site.
 pub(super) async fn limit(env: &Env, key: &str) -> Decision {
     let answer = async {
         let ns = env.durable_object("CLIENT_LIMITER")?;
@@ -17,13 +21,21 @@ pub(super) async fn limit(env: &Env, key: &str) -> Decision {
     }
     .await;
     match answer {
+        Ok(text) if text == "allow" => Decision::Allow { now_ms: 0 },
         Ok(text) => match text.strip_prefix("deny ").and_then(|ms| ms.parse().ok()) {
             Some(retry_after_ms) => Decision::Deny { retry_after_ms },
-            None => Decision::Allow { now_ms: 0 },
+            None => {
+                console_log!("rate limiter unavailable: unexpected answer {text:?}; refusing");
+                Decision::Deny {
+                    retry_after_ms: UNAVAILABLE_RETRY_MS,
+                }
+            }
         },
         Err(e) => {
-            console_log!("rate limiter unavailable: {e}");
-            Decision::Allow { now_ms: 0 }
+            console_log!("rate limiter unavailable: {e}; refusing");
+            Decision::Deny {
+                retry_after_ms: UNAVAILABLE_RETRY_MS,
+            }
         }
     }
 }

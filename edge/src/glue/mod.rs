@@ -17,7 +17,7 @@ mod limiter;
 use crate::config::Config;
 use crate::ratelimit::{self, Decision};
 use crate::reply::Reply;
-use crate::webbotauth::{self, Check, Outcome};
+use crate::webbotauth::{self, Check, KeyDirectory, Outcome};
 use backend::WorkerBackend;
 use std::cell::Cell;
 use worker::{Context, Date, Env, Method, Request, Response, Result, console_log, event};
@@ -67,13 +67,27 @@ fn request_id(req: &Request) -> String {
 async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let cfg = config(&env);
     let rid = request_id(&req);
+    let ip = req.headers().get("cf-connecting-ip").ok().flatten();
     let incoming = match to_incoming(&mut req).await {
         Ok(r) => r,
         Err(reply) => {
-            // Refused before it could be read (too large): still in the path's protocol shape.
+            // Refused before it could be read (too large). It still costs the client its
+            // request (an oversized body must not be a way around the limit), and the answer
+            // keeps the path's protocol shape.
             let path = crate::request::split_url(&req.inner().url()).map(|(_, _, p, _)| p);
             let bare =
                 crate::request::Request::new(req.method().as_ref(), path.as_deref().unwrap_or("/"));
+            let key = ratelimit::client_key(None, ip.as_deref());
+            let reply = if ratelimit::is_exempt(&cfg.rate_limit_exempt, &key) {
+                reply
+            } else {
+                match limiter::limit(&env, &key).await {
+                    Decision::Allow { .. } => reply,
+                    Decision::Deny { retry_after_ms } => {
+                        crate::headers::cors_any(ratelimit::too_many_requests(retry_after_ms))
+                    }
+                }
+            };
             let reply = crate::router::refusal(&bare, reply);
             return into_response(crate::headers::finish(reply, &bare, &rid));
         }
@@ -82,22 +96,32 @@ async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let outcome = match webbotauth::start(&incoming, now_s) {
         Check::Done(o) => o,
         Check::NeedsDirectory { url, pending } => {
-            let body = directory::directory(&url, now_s).await;
-            webbotauth::finish(&pending, body.as_deref())
+            let (body, cached) = directory::directory(&url, now_s).await;
+            webbotauth::finish(&pending, body.as_deref(), cached)
         }
     };
     match &outcome {
-        Outcome::Verified { keyid, agent } => {
-            console_log!("web-bot-auth verified keyid={keyid} agent={agent} rid={rid}")
+        Outcome::Verified { keyid, directory } => {
+            let from = match directory {
+                KeyDirectory::Inline => "inline (self-asserted: limited by address)".to_string(),
+                KeyDirectory::Fetched {
+                    origin,
+                    cached: true,
+                } => origin.clone(),
+                KeyDirectory::Fetched {
+                    origin,
+                    cached: false,
+                } => format!("{origin} (just fetched: limited by address)"),
+            };
+            console_log!("web-bot-auth verified keyid={keyid} directory={from} rid={rid}")
         }
         Outcome::Invalid(why) => console_log!("web-bot-auth invalid ({why}) rid={rid}"),
         Outcome::Unsigned => {}
     }
-    let ip = req.headers().get("cf-connecting-ip").ok().flatten();
     let key = ratelimit::client_key(outcome.agent_key(), ip.as_deref());
     // Preflights are free: a browser client must not spend its one request per second on
     // the preflight of the request it is about to make.
-    let exempt = incoming.method == "OPTIONS" || cfg.rate_limit_exempt.contains(&key);
+    let exempt = incoming.method == "OPTIONS" || ratelimit::is_exempt(&cfg.rate_limit_exempt, &key);
     let backend = WorkerBackend { env: &env };
     let reply = if exempt {
         crate::router::handle(&incoming, &cfg, &rid, &backend).await

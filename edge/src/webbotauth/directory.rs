@@ -64,61 +64,26 @@ pub(super) fn agent_link(req: &Request, member: Option<&str>) -> Result<AgentLin
     Ok(AgentLink::External(link))
 }
 
-/// True when an `https://` URL names a public host: not a loopback, private, link-local or
-/// otherwise special address, and not a local-only name. Guards the directory fetch against
-/// being pointed at internal services (SSRF).
+/// True when an `https://` URL names a public host (see [`crate::public_host`]): no userinfo,
+/// no loopback, private, link-local or other special-purpose address in any spelling, no
+/// local-only name. Guards the directory fetch against being pointed at internal services (SSRF).
 pub fn is_public_host(url: &str) -> bool {
-    use std::net::IpAddr;
     let Some(rest) = url.strip_prefix("https://") else {
         return false;
     };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = rest.split(['/', '?', '#', '\\']).next().unwrap_or("");
     if authority.contains('@') {
         return false;
     }
-    let host = host_name(authority);
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    if bare.is_empty() {
-        return false;
-    }
-    match bare.parse::<IpAddr>() {
-        Ok(IpAddr::V4(ip)) => {
-            let [a, b, ..] = ip.octets();
-            !(ip.is_private()
-                || ip.is_loopback()
-                || ip.is_link_local()
-                || ip.is_unspecified()
-                || ip.is_broadcast()
-                || ip.is_documentation()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-                || a >= 224)
-        }
-        Ok(IpAddr::V6(ip)) => {
-            let first = ip.segments()[0];
-            let mapped = ip.to_ipv4_mapped().is_some();
-            !(ip.is_loopback()
-                || ip.is_unspecified()
-                || mapped
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || (first & 0xff00) == 0xff00)
-        }
-        Err(_) => {
-            let name = bare.trim_end_matches('.');
-            name.contains('.')
-                && ![
-                    "localhost",
-                    "local",
-                    "internal",
-                    "localdomain",
-                    "home.arpa",
-                    "lan",
-                ]
-                .iter()
-                .any(|tld| name == *tld || name.ends_with(&format!(".{tld}")))
-        }
-    }
+    crate::public_host::is_public(&host_name(authority))
+}
+
+/// The origin (`https://host[:port]`, lower-cased) of an `https://` URL: the agent's identity
+/// when its directory is fetched from there.
+pub fn origin(url: &str) -> String {
+    let rest = url.strip_prefix("https://").unwrap_or(url);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    format!("https://{}", authority.to_ascii_lowercase())
 }
 
 /// `https://agent.example` → its well-known directory URL; a URL that already names a path is

@@ -2,7 +2,9 @@
 //! (RFC 9421, Ed25519) and signing the site's own key directory.
 //!
 //! Verification never fails a request: a bad signature only means the client is treated as
-//! anonymous. The work is split so that this module does no I/O: [`start`] checks everything it
+//! anonymous. Only a signature verified against a directory fetched over HTTPS from the agent's
+//! own origin, and already in the cache, names an identity the limiter trusts (see
+//! [`Outcome::agent_key`]). The work is split so that this module does no I/O: [`start`] checks everything it
 //! can from the request and, when the key directory lives at an HTTPS URL, says which URL the
 //! glue must fetch; [`finish`] verifies against the fetched directory.
 //!
@@ -28,9 +30,9 @@ mod tests;
 
 pub use directory::{
     DIRECTORY_CONTENT_TYPE, DIRECTORY_TTL_S, DirectoryCache, MAX_DIRECTORY_BYTES, directory_url,
-    is_public_host,
+    is_public_host, origin,
 };
 pub use sign::{
     ResponseSignature, content_digest, directory_body, public_x, sign_directory, thumbprint,
 };
-pub use verify::{Check, Outcome, Pending, finish, start};
+pub use verify::{Check, KeyDirectory, Outcome, Pending, finish, start};

@@ -228,9 +228,45 @@ fn external_directory_round_trip() {
         url,
         "https://agent.example/.well-known/http-message-signatures-directory"
     );
-    let out = finish(&pending, Some(&rfc_jwks()));
-    assert_eq!(out.agent_key(), Some(RFC_THUMBPRINT));
-    assert_eq!(out.label(), "verified");
+    // Fetched for this very request: verified, but limited by address until it is cached.
+    let fresh = finish(&pending, Some(&rfc_jwks()), false);
+    assert_eq!(fresh.label(), "verified");
+    assert_eq!(fresh.agent_key(), None);
+    // From the cache: the agent's origin is its identity.
+    let cached = finish(&pending, Some(&rfc_jwks()), true);
+    assert_eq!(cached.agent_key(), Some("https://agent.example"));
+    assert!(
+        matches!(&cached, Outcome::Verified { keyid, .. } if keyid == RFC_THUMBPRINT),
+        "{cached:?}"
+    );
+}
+
+#[test]
+fn the_identity_is_the_agents_origin_in_lower_case() {
+    let req = signed("site.example", "https://Bots.Agent.Example:8443/keys");
+    let Check::NeedsDirectory { url, pending } = start(&req, now()) else {
+        panic!("expected a directory fetch");
+    };
+    assert_eq!(url, "https://Bots.Agent.Example:8443/keys");
+    let out = finish(&pending, Some(&rfc_jwks()), true);
+    assert_eq!(out.agent_key(), Some("https://bots.agent.example:8443"));
+}
+
+/// A directory that labels its own key with another agent's thumbprint (`kid`) must not verify
+/// as that agent.
+#[test]
+fn a_kid_naming_another_agents_thumbprint_does_not_verify() {
+    let req = signed("site.example", "https://agent.example");
+    let Check::NeedsDirectory { pending, .. } = start(&req, now()) else {
+        panic!()
+    };
+    // The attacker's key, labelled with the victim's (the signer's) thumbprint.
+    let attacker_x = public_x(&[9u8; 32]);
+    let forged = format!(
+        r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{attacker_x}","kid":"{RFC_THUMBPRINT}"}}]}}"#
+    );
+    let out = finish(&pending, Some(forged.as_bytes()), true);
+    assert!(matches!(out, Outcome::Invalid(_)), "{out:?}");
 }
 
 #[test]
@@ -241,20 +277,20 @@ fn wrong_key_missing_directory_and_tampering_are_invalid() {
     };
     let other = directory_body(&[7u8; 32]);
     assert!(matches!(
-        finish(&pending, Some(other.as_bytes())),
+        finish(&pending, Some(other.as_bytes()), true),
         Outcome::Invalid(_)
     ));
     let Check::NeedsDirectory { pending, .. } = start(&req, now()) else {
         panic!()
     };
-    assert!(matches!(finish(&pending, None), Outcome::Invalid(_)));
+    assert!(matches!(finish(&pending, None, true), Outcome::Invalid(_)));
     let mut moved = req.clone();
     moved.authority = "other.example".into();
     let Check::NeedsDirectory { pending, .. } = start(&moved, now()) else {
         panic!()
     };
     assert!(matches!(
-        finish(&pending, Some(&rfc_jwks())),
+        finish(&pending, Some(&rfc_jwks()), true),
         Outcome::Invalid(_)
     ));
     let http = signed("site.example", "http://agent.example");
@@ -272,9 +308,13 @@ fn inline_data_url_directory_verifies_without_io() {
     );
     let req = signed("site.example", &data);
     match start(&req, now()) {
-        Check::Done(Outcome::Verified { keyid, agent }) => {
-            assert_eq!(keyid, RFC_THUMBPRINT);
-            assert_eq!(agent, "inline");
+        Check::Done(out @ Outcome::Verified { .. }) => {
+            assert!(
+                matches!(&out, Outcome::Verified { keyid, directory: KeyDirectory::Inline } if keyid == RFC_THUMBPRINT)
+            );
+            // Anyone can mint a key per request: a self-asserted key earns no bucket.
+            assert_eq!(out.agent_key(), None);
+            assert_eq!(out.label(), "verified");
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -361,6 +401,14 @@ fn only_public_hosts_are_fetched() {
         "https://[::ffff:127.0.0.1]/",
         "https://user@agent.example/",
         "https:///x",
+        "https://127.1/",
+        "https://0177.0.0.1/",
+        "https://0x7f.0.0.1:8443/",
+        "https://2130706433/",
+        "https://127.0.1/",
+        "https://[64:ff9b::7f00:1]/",
+        "https://[2002:7f00:1::]/",
+        "https://192.88.99.1/",
     ] {
         assert!(!is_public_host(url), "{url}");
     }

@@ -2,7 +2,9 @@
 //! [`start`] checks everything the request itself holds and says which key directory to fetch;
 //! [`finish`] verifies against it.
 
-use super::directory::{AgentLink, MAX_DIRECTORY_BYTES, agent_link, directory_url, is_public_host};
+use super::directory::{
+    AgentLink, MAX_DIRECTORY_BYTES, agent_link, directory_url, is_public_host, origin,
+};
 use super::fields::{int_param, params_line, string_param};
 use super::sign::thumbprint;
 use crate::request::Request;
@@ -25,8 +27,22 @@ pub enum Outcome {
     Unsigned,
     /// Signed, but the signature did not verify; served as anonymous.
     Invalid(String),
-    /// Signed and verified with key `keyid` from the agent's directory.
-    Verified { keyid: String, agent: String },
+    /// Signed and verified with key `keyid` (the key's RFC 7638 thumbprint) from `directory`.
+    Verified {
+        keyid: String,
+        directory: KeyDirectory,
+    },
+}
+
+/// Where a verified key came from: what the signature proves about who sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyDirectory {
+    /// A `data:` directory in the request itself: the signer vouches for its own key, which
+    /// anyone can mint per request, so it proves nothing about who the client is.
+    Inline,
+    /// Fetched over HTTPS from `origin`, the agent's own origin (`Signature-Agent`). `cached`:
+    /// the directory was already in the cache before this request.
+    Fetched { origin: String, cached: bool },
 }
 
 impl Outcome {
@@ -39,10 +55,22 @@ impl Outcome {
         }
     }
 
-    /// The rate-limit identity of a verified agent.
+    /// The rate-limit identity of the client, when the signature earns one: the origin of an
+    /// HTTPS key directory that was already cached. Everything else (unsigned, invalid,
+    /// self-asserted `data:` directories, a directory fetched for this very request) is limited
+    /// by address. Requiring the cache means an agent that rotates directory URLs to mint
+    /// identities always pays with its address; the origin (not the key) is the identity, so a
+    /// directory listing many keys is still one client.
     pub fn agent_key(&self) -> Option<&str> {
         match self {
-            Outcome::Verified { keyid, .. } => Some(keyid),
+            Outcome::Verified {
+                directory:
+                    KeyDirectory::Fetched {
+                        origin,
+                        cached: true,
+                    },
+                ..
+            } => Some(origin),
             _ => None,
         }
     }
@@ -63,7 +91,8 @@ pub enum Check {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
     signed: Signed,
-    agent: String,
+    /// The agent's origin, where the directory is fetched from.
+    origin: String,
 }
 
 /// One signature picked from a request: its parameters, the RFC 9421 §2.5 signature base and
@@ -206,15 +235,16 @@ pub(super) fn verify_ed25519(public: &[u8], base: &str, signature: &[u8]) -> boo
     key.verify_strict(base.as_bytes(), &sig).is_ok()
 }
 
-/// The raw Ed25519 public key in a JWKS whose thumbprint (or `kid`) is `keyid`.
+/// The raw Ed25519 public key in a JWKS whose RFC 7638 thumbprint is `keyid` (Web Bot Auth's
+/// `keyid`). A directory's own `kid` is not trusted: any directory can label its key with
+/// another agent's thumbprint.
 fn find_key(jwks: &Value, keyid: &str) -> Option<Vec<u8>> {
     jwks.get("keys")?.as_array()?.iter().find_map(|k| {
         if k.get("kty")?.as_str()? != "OKP" || k.get("crv")?.as_str()? != "Ed25519" {
             return None;
         }
         let x = k.get("x")?.as_str()?;
-        let kid = k.get("kid").and_then(Value::as_str);
-        (thumbprint(x) == keyid || kid == Some(keyid))
+        (thumbprint(x) == keyid)
             .then(|| URL_SAFE_NO_PAD.decode(x.trim_end_matches('=')).ok())
             .flatten()
     })
@@ -263,7 +293,9 @@ pub fn start(req: &Request, now_s: i64) -> Check {
     let member = signed.agent_member.clone().flatten();
     match agent_link(req, member.as_deref()) {
         Err(e) => invalid(&e),
-        Ok(AgentLink::Inline(jwks)) => Check::Done(verify_with(&signed, &jwks, "inline".into())),
+        Ok(AgentLink::Inline(jwks)) => {
+            Check::Done(verify_with(&signed, &jwks, KeyDirectory::Inline))
+        }
         Ok(AgentLink::External(url)) => {
             if !url.starts_with("https://") {
                 return invalid("the key directory must be served over HTTPS");
@@ -271,27 +303,32 @@ pub fn start(req: &Request, now_s: i64) -> Check {
             if !is_public_host(&url) {
                 return invalid("the key directory must be on a public host");
             }
-            let url = directory_url(&url);
+            let origin = origin(&url);
             Check::NeedsDirectory {
-                url: url.clone(),
-                pending: Box::new(Pending { signed, agent: url }),
+                url: directory_url(&url),
+                pending: Box::new(Pending { signed, origin }),
             }
         }
     }
 }
 
-/// Second step: verify against the fetched directory body (`None` when the fetch failed).
-pub fn finish(pending: &Pending, directory: Option<&[u8]>) -> Outcome {
+/// Second step: verify against the fetched directory body (`None` when the fetch failed);
+/// `cached` when the body came from the cache rather than a fetch for this request.
+pub fn finish(pending: &Pending, directory: Option<&[u8]>, cached: bool) -> Outcome {
     let Some(body) = directory else {
         return Outcome::Invalid("key directory unavailable".into());
     };
     if body.len() > MAX_DIRECTORY_BYTES {
         return Outcome::Invalid("key directory too large".into());
     }
-    verify_with(&pending.signed, body, pending.agent.clone())
+    let directory = KeyDirectory::Fetched {
+        origin: pending.origin.clone(),
+        cached,
+    };
+    verify_with(&pending.signed, body, directory)
 }
 
-fn verify_with(signed: &Signed, jwks: &[u8], agent: String) -> Outcome {
+fn verify_with(signed: &Signed, jwks: &[u8], directory: KeyDirectory) -> Outcome {
     let jwks: Value = match serde_json::from_slice(jwks) {
         Ok(v) => v,
         Err(e) => return Outcome::Invalid(format!("key directory is not JSON: {e}")),
@@ -302,7 +339,7 @@ fn verify_with(signed: &Signed, jwks: &[u8], agent: String) -> Outcome {
     if verify_ed25519(&public, &signed.base, &signed.signature) {
         Outcome::Verified {
             keyid: signed.keyid.clone(),
-            agent,
+            directory,
         }
     } else {
         Outcome::Invalid("signature did not verify".into())

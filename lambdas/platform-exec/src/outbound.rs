@@ -173,27 +173,86 @@ pub fn display_url(url: &Url) -> String {
     shown
 }
 
-/// IPv4-mapped and NAT64-embedded IPv4 addresses are judged as the IPv4 address they reach.
+/// An IPv4-mapped address is judged as the IPv4 address a dual-stack socket reaches with it.
+/// Every other form that embeds an IPv4 address (NAT64, 6to4, Teredo, IPv4-compatible) is
+/// refused whole by [`V6_DENY`]: a gateway would carry it to an address this check never saw.
 fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return IpAddr::V4(v4);
-            }
-            let s = v6.segments();
-            // 64:ff9b::/96 (RFC 6052 well-known NAT64 prefix).
-            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-                let o = v6.octets();
-                return IpAddr::V4(Ipv4Addr::new(o[12], o[13], o[14], o[15]));
-            }
-            IpAddr::V6(v6)
-        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(v6),
+        },
         v4 => v4,
     }
 }
 
-/// Whether `ip` is a globally routable unicast address (not private, loopback, link-local —
-/// which includes the 169.254.169.254 metadata service — shared, reserved or multicast).
+/// IPv4 blocks never contacted: every entry of the IANA IPv4 Special-Purpose Address Registry
+/// that is not globally reachable, plus multicast and the reserved 240/4. The edge's key-directory
+/// guard keeps the same table; change both together.
+const V4_DENY: &[(Ipv4Addr, u8)] = &[
+    (Ipv4Addr::new(0, 0, 0, 0), 8),       // "this network"
+    (Ipv4Addr::new(10, 0, 0, 0), 8),      // private
+    (Ipv4Addr::new(100, 64, 0, 0), 10),   // shared address space (CGN)
+    (Ipv4Addr::new(127, 0, 0, 0), 8),     // loopback
+    (Ipv4Addr::new(169, 254, 0, 0), 16),  // link-local (the cloud metadata service lives here)
+    (Ipv4Addr::new(172, 16, 0, 0), 12),   // private
+    (Ipv4Addr::new(192, 0, 0, 0), 24),    // IETF protocol assignments
+    (Ipv4Addr::new(192, 0, 2, 0), 24),    // documentation (TEST-NET-1)
+    (Ipv4Addr::new(192, 31, 196, 0), 24), // AS112-v4
+    (Ipv4Addr::new(192, 52, 193, 0), 24), // AMT
+    (Ipv4Addr::new(192, 88, 99, 0), 24),  // deprecated 6to4 relay anycast
+    (Ipv4Addr::new(192, 168, 0, 0), 16),  // private
+    (Ipv4Addr::new(192, 175, 48, 0), 24), // direct delegation AS112
+    (Ipv4Addr::new(198, 18, 0, 0), 15),   // benchmarking
+    (Ipv4Addr::new(198, 51, 100, 0), 24), // documentation (TEST-NET-2)
+    (Ipv4Addr::new(203, 0, 113, 0), 24),  // documentation (TEST-NET-3)
+    (Ipv4Addr::new(224, 0, 0, 0), 4),     // multicast
+    (Ipv4Addr::new(240, 0, 0, 0), 4),     // reserved, and 255.255.255.255 broadcast
+];
+
+/// IPv6 blocks never contacted: every entry of the IANA IPv6 Special-Purpose Address Registry
+/// that is not globally reachable, plus multicast and deprecated site-local; and all of
+/// 2001::/23, whose globally reachable entries (AMT, AS112, ORCHIDv2, DRIP) are never an API
+/// host. Anything outside 2000::/3 is refused as well (see [`is_public_v6`]).
+const V6_DENY: &[(u128, u8)] = &[
+    (0, 96),                                         // ::, ::1 and IPv4-compatible ::/96
+    (0xffff_0000_0000, 96),                          // ::ffff:0:0/96 IPv4-mapped
+    (0x0064_ff9b_0000_0000_0000_0000_0000_0000, 96), // 64:ff9b::/96 NAT64
+    (0x0064_ff9b_0001_0000_0000_0000_0000_0000, 48), // 64:ff9b:1::/48 local-use NAT64
+    (0x0100_0000_0000_0000_0000_0000_0000_0000, 64), // 100::/64 discard-only
+    (0x0100_0000_0000_0001_0000_0000_0000_0000, 64), // 100:0:0:1::/64 dummy prefix
+    (0x2001_0000_0000_0000_0000_0000_0000_0000, 23), // 2001::/23 IETF protocol assignments (Teredo 2001::/32, benchmarking 2001:2::/48, ORCHID)
+    (0x2001_0db8_0000_0000_0000_0000_0000_0000, 32), // 2001:db8::/32 documentation
+    (0x2002_0000_0000_0000_0000_0000_0000_0000, 16), // 2002::/16 6to4
+    (0x2620_004f_8000_0000_0000_0000_0000_0000, 48), // 2620:4f:8000::/48 AS112-v6
+    (0x3fff_0000_0000_0000_0000_0000_0000_0000, 20), // 3fff::/20 documentation
+    (0x5f00_0000_0000_0000_0000_0000_0000_0000, 16), // 5f00::/16 SRv6 SIDs
+    (0xfc00_0000_0000_0000_0000_0000_0000_0000, 7),  // fc00::/7 unique-local
+    (0xfe80_0000_0000_0000_0000_0000_0000_0000, 10), // fe80::/10 link-local
+    (0xfec0_0000_0000_0000_0000_0000_0000_0000, 10), // fec0::/10 site-local (deprecated)
+    (0xff00_0000_0000_0000_0000_0000_0000_0000, 8),  // ff00::/8 multicast
+];
+
+/// IANA's global unicast space; everything outside it is reserved, local or multicast.
+const V6_GLOBAL_UNICAST: (u128, u8) = (0x2000_0000_0000_0000_0000_0000_0000_0000, 3);
+
+fn in_v4(ip: Ipv4Addr, (net, len): (Ipv4Addr, u8)) -> bool {
+    let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+    u32::from(ip) & mask == u32::from(net) & mask
+}
+
+fn in_v6(ip: Ipv6Addr, (net, len): (u128, u8)) -> bool {
+    let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+    u128::from(ip) & mask == net & mask
+}
+
+/// Whether `ip` is a globally reachable unicast address: outside every special-purpose block
+/// (private, loopback, link-local — which holds the 169.254.169.254 metadata service — shared,
+/// documentation, benchmarking, translation, reserved, multicast).
+///
+/// Host names in URLs reach this already parsed: the `url` crate reads numeric hosts the way
+/// browsers do (`127.1`, `0177.0.0.1`, `0x7f.1`, `2130706433` are all `127.0.0.1`), and names
+/// are checked again on every address they resolve to.
 pub fn is_public(ip: IpAddr) -> bool {
     match canonical(ip) {
         IpAddr::V4(v4) => is_public_v4(v4),
@@ -202,39 +261,11 @@ pub fn is_public(ip: IpAddr) -> bool {
 }
 
 fn is_public_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, c, _] = ip.octets();
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_broadcast()
-        || ip.is_documentation()
-        || ip.is_multicast()
-        || a == 0
-        // 100.64.0.0/10 carrier-grade NAT.
-        || (a == 100 && (64..128).contains(&b))
-        // 192.0.0.0/24 protocol assignments.
-        || (a == 192 && b == 0 && c == 0)
-        // 198.18.0.0/15 benchmarking.
-        || (a == 198 && (b == 18 || b == 19))
-        // 240.0.0.0/4 reserved.
-        || a >= 240)
+    !V4_DENY.iter().any(|&block| in_v4(ip, block))
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let s = ip.segments();
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_multicast()
-        // fc00::/7 unique local.
-        || (s[0] & 0xfe00) == 0xfc00
-        // fe80::/10 link-local, fec0::/10 old site-local.
-        || (s[0] & 0xffc0) == 0xfe80
-        || (s[0] & 0xffc0) == 0xfec0
-        // 2001:db8::/32 documentation.
-        || (s[0] == 0x2001 && s[1] == 0x0db8)
-        // ::/96 IPv4-compatible (deprecated) and other addresses in ::/8.
-        || s[0] == 0)
+    in_v6(ip, V6_GLOBAL_UNICAST) && !V6_DENY.iter().any(|&block| in_v6(ip, block))
 }
 
 /// Resolves names with the system resolver and refuses any name with a non-public address.
@@ -461,6 +492,144 @@ mod tests {
         }
         for ip in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
             assert!(is_public(ip.parse().unwrap()), "{ip} is public");
+        }
+    }
+
+    /// One case per registry entry: its first, a middle and its last address, all refused; and
+    /// the public neighbours just outside.
+    #[test]
+    fn every_ipv4_special_purpose_block_is_refused_and_its_neighbours_are_not() {
+        for &(net, len) in V4_DENY {
+            let first = u32::from(net);
+            let last = first | u32::MAX.checked_shr(u32::from(len)).unwrap_or(0);
+            for ip in [first, first + (last - first) / 2, last] {
+                let ip = IpAddr::V4(Ipv4Addr::from(ip));
+                assert!(!is_public(ip), "{ip} in {net}/{len}");
+            }
+        }
+        for ip in [
+            "1.1.1.1",
+            "8.8.8.8",
+            "9.255.255.255",
+            "11.0.0.0",
+            "100.63.255.255",
+            "100.128.0.0",
+            "126.255.255.255",
+            "128.0.0.0",
+            "169.253.255.255",
+            "169.255.0.0",
+            "172.15.255.255",
+            "172.32.0.0",
+            "192.0.1.0",
+            "192.0.3.0",
+            "192.31.195.255",
+            "192.31.197.0",
+            "192.52.192.255",
+            "192.52.194.0",
+            "192.88.98.255",
+            "192.88.100.0",
+            "192.167.255.255",
+            "192.169.0.0",
+            "192.175.47.255",
+            "192.175.49.0",
+            "198.17.255.255",
+            "198.20.0.0",
+            "198.51.99.255",
+            "198.51.101.0",
+            "203.0.112.255",
+            "203.0.114.0",
+            "223.255.255.255",
+        ] {
+            assert!(is_public(ip.parse().unwrap()), "{ip} is public");
+        }
+    }
+
+    #[test]
+    fn every_ipv6_special_purpose_block_is_refused_and_its_neighbours_are_not() {
+        for &(net, len) in V6_DENY {
+            let last = net | u128::MAX.checked_shr(u32::from(len)).unwrap_or(0);
+            for ip in [net, net + (last - net) / 2, last] {
+                let ip = IpAddr::V6(Ipv6Addr::from(ip));
+                assert!(!is_public(ip), "{ip} in {}/{len}", Ipv6Addr::from(net));
+            }
+        }
+        // The ranges the issue names, spelled as an attacker would.
+        for ip in [
+            "64:ff9b::7f00:1",
+            "64:ff9b::808:808",
+            "64:ff9b:1::a9fe:a9fe",
+            "2002:7f00:1::",
+            "2002:808:808::",
+            "2001::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001:1ff:ffff::1",
+            "::127.0.0.1",
+            "::1:0:0",
+            "4000::1",
+            "1fff:ffff::1",
+        ] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip} must not be public");
+        }
+        for ip in [
+            "2606:4700::1111",
+            "2a00:1450:4001::1",
+            "2001:200::1",
+            "2001:db7:ffff::1",
+            "2001:db9::1",
+            "2003::1",
+            "2001:4860:4860::8888",
+            "2620:4f:7fff::1",
+            "2620:4f:8001::1",
+            "3ffe:ffff::1",
+            "3fff:1000::1",
+            "::ffff:8.8.8.8",
+        ] {
+            assert!(is_public(ip.parse().unwrap()), "{ip} is public");
+        }
+    }
+
+    /// URLs reach the guard parsed by the `url` crate, which reads numeric hosts as browsers do:
+    /// every spelling of loopback or the metadata service is refused.
+    #[test]
+    fn numeric_host_spellings_are_refused() {
+        let p = OutboundPolicy::default();
+        for url in [
+            "https://127.1/",
+            "https://127.0.1/",
+            "https://0177.0.0.1/",
+            "https://0x7f.0.0.1/",
+            "https://0x7f.1/",
+            "https://2130706433/",
+            "https://0x7f000001/",
+            "https://017700000001/",
+            "https://127.0.0.1./",
+            "https://0/",
+            "https://10.1/",
+            "https://0xa9.0xfe.0xa9.0xfe/",
+            "https://169.254.43518/",
+            "https://2852039166/",
+            "https://3232235777/",
+            "https://[::ffff:7f00:1]/",
+            "https://[64:ff9b:1::a9fe:a9fe]/",
+            "https://[2002:a9fe:a9fe::]/",
+            "https://[2001::a9fe:a9fe]/",
+            "https://192.88.99.1/",
+        ] {
+            assert!(
+                matches!(check(&p, url), Err(OutboundError::Refused { .. })),
+                "{url} must be refused"
+            );
+        }
+        // Numeric spellings of a public address are still that address.
+        assert!(check(&p, "https://134744072/").is_ok());
+        assert!(check(&p, "https://0x8.010.8.8/").is_ok());
+        // Numeric but no address: the parser refuses it before the guard sees it.
+        for url in [
+            "https://256.1.1.1/",
+            "https://4294967296/",
+            "https://1.2.3.4.5/",
+        ] {
+            assert!(Url::parse(url).is_err(), "{url} must not parse");
         }
     }
 

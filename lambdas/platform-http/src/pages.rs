@@ -110,7 +110,9 @@ fn error_page(e: &PageError) -> Page {
 
 /// `redirect_url` with `status` and more query parameters appended.
 fn back_to(redirect_url: &str, pairs: &[(&str, &str)]) -> Option<String> {
-    let mut u = url::Url::parse(redirect_url).ok()?;
+    // Checked again here, not only when the link was made: a stored URL never redirects
+    // anywhere the current rule refuses.
+    let mut u = platform_domain::connections::check_redirect_url(redirect_url).ok()?;
     {
         let mut q = u.query_pairs_mut();
         for (k, v) in pairs {

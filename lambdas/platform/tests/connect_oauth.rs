@@ -630,3 +630,74 @@ async fn provider_quirks_pkce_off_client_secret_post_and_comma_scopes() {
     assert_eq!(done.status, 200, "{}", html(&done));
     assert_eq!(peer.stats().await["client_auth"], json!(["post"]));
 }
+
+/// The hosted page sends the user's browser to `redirect_url`: anything but `https` (or plain
+/// `http` to this machine, for development) would make the platform's domain a redirector to
+/// any site, with a connection id in the query.
+#[tokio::test]
+async fn redirect_url_must_be_https_or_loopback_http() {
+    let peer = spawn_peer();
+    let srv = conn_server(Setup {
+        oauth_apps: acme_oauth(&peer),
+        ..Setup::default()
+    })
+    .await;
+    let a = srv.account("redirects@example.com").await;
+    let k = a.key.expose();
+
+    for bad in [
+        "http://evil.example/cb",
+        "http://app.example.com/done",
+        "http://127.0.0.1.evil.example/cb",
+        "http://localhost.evil.example/cb",
+        "javascript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "ftp://app.example.com/",
+        "//evil.example/cb",
+        "/relative/path",
+        "https://user:pw@app.example.com/cb",
+        "https://app.example.com@evil.example/cb",
+        "",
+    ] {
+        let r = srv.link(k, "acme", json!({"redirect_url": bad})).await;
+        assert_eq!((r.status, r.code()), (422, "invalid_request"), "{bad:?}");
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/problem+json"),
+            "{bad:?}"
+        );
+        let detail = r.body["detail"].as_str().unwrap_or("");
+        assert!(detail.contains("redirect_url"), "{bad:?}: {detail}");
+        assert_documented(&r, "post", "/apps/{app}/connect");
+    }
+    let long = format!("https://app.example.com/{}", "a".repeat(2100));
+    let r = srv.link(k, "acme", json!({"redirect_url": long})).await;
+    assert_eq!((r.status, r.code()), (422, "invalid_request"));
+    // Nothing was created: no link, no connection.
+    assert_eq!(srv.connections(k).await.body["connections"], json!([]));
+
+    // Loopback http is fine for development, and the browser really lands there.
+    for ok in [
+        "http://127.0.0.1:3000/cb",
+        "http://localhost:3000/cb",
+        "http://[::1]:3000/cb",
+        "https://app.example.com/cb",
+    ] {
+        let r = srv.link(k, "acme", json!({"redirect_url": ok})).await;
+        assert_eq!(r.status, 201, "{ok}: {}", r.body);
+    }
+    peer.mode("deny=1").await;
+    let dev = srv
+        .link(
+            k,
+            "acme",
+            json!({"redirect_url": "http://127.0.0.1:3000/cb"}),
+        )
+        .await;
+    let back = oauth_dance(dev.body["url"].as_str().unwrap()).await;
+    assert_eq!(back.status, 303);
+    assert_eq!(
+        location(&back),
+        "http://127.0.0.1:3000/cb?status=error&error=access_denied"
+    );
+}

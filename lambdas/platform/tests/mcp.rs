@@ -321,3 +321,241 @@ async fn stateless_2026_revision_lists_tools_as_private_to_the_key() {
     assert_eq!(r.body["result"]["cacheScope"], "private", "{}", r.body);
     assert_eq!(r.body["result"]["tools"].as_array().unwrap().len(), 6);
 }
+
+/// A JSON-RPC error's HTTP status and `error.code`, with the body for failure messages.
+fn rpc_error(r: &Resp) -> (u16, i64) {
+    let code = r.body["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not a JSON-RPC error: {}", String::from_utf8_lossy(&r.raw)));
+    assert!(r.body.get("result").is_none(), "{}", r.body);
+    (r.status, code)
+}
+
+const MODERN: &str = "2026-07-28";
+
+fn modern_meta(version: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// One 2026-07-28 request: `params` gets the `_meta` protocol fields unless it has `_meta`
+/// already; `headers` are sent as given (the era's headers are the caller's to get right or
+/// wrong).
+async fn modern(
+    base: &str,
+    key: &str,
+    method: &str,
+    mut params: Value,
+    headers: &[(&str, &str)],
+) -> Resp {
+    if params.get("_meta").is_none() {
+        params["_meta"] = modern_meta(MODERN);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params});
+    let mut all = vec![ACCEPT];
+    all.extend_from_slice(headers);
+    send_with_headers(base, post_json("/mcp", Some(key), &body), &all).await
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_a_json_rpc_invalid_params_error_in_both_eras() {
+    let srv = server().await;
+    let a = srv.account("mcp-unknown-tool@example.com").await;
+    let k = a.key.expose();
+
+    let legacy = rpc(
+        &srv.base,
+        "/mcp",
+        Some(k),
+        "tools/call",
+        json!({"name": "nope", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(rpc_error(&legacy), (200, -32602));
+    assert_eq!(legacy.body["id"], 1);
+    let message = legacy.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("\"nope\""), "{message}");
+    assert!(
+        message.contains("find_tools"),
+        "names the real tools: {message}"
+    );
+
+    let stateless = modern(
+        &srv.base,
+        k,
+        "tools/call",
+        json!({"name": "nope", "arguments": {}}),
+        &[
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "nope"),
+        ],
+    )
+    .await;
+    assert_eq!(rpc_error(&stateless), (200, -32602));
+
+    // A known tool with bad arguments stays a result the model can correct.
+    let bad = rpc(
+        &srv.base,
+        "/mcp",
+        Some(k),
+        "tools/call",
+        json!({"name": "find_tools", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(bad.status, 200);
+    assert_eq!(bad.body["result"]["isError"], true, "{}", bad.body);
+}
+
+// One table of the era's rules, row by row; splitting it would only repeat the set-up.
+#[tokio::test]
+async fn stateless_2026_era_rules_answer_the_specified_errors() {
+    let srv = server().await;
+    let a = srv.account("mcp-2026-rules@example.com").await;
+    let k = a.key.expose();
+    let v = ("mcp-protocol-version", MODERN);
+
+    // server/discover starts the era: versions, server info, a complete result.
+    let discover = modern(
+        &srv.base,
+        k,
+        "server/discover",
+        json!({}),
+        &[v, ("mcp-method", "server/discover")],
+    )
+    .await;
+    assert_eq!(discover.status, 200, "{}", discover.body);
+    let d = &discover.body["result"];
+    assert_eq!(d["resultType"], "complete", "{d}");
+    assert!(
+        d["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x == MODERN),
+        "{d}"
+    );
+    assert_eq!(
+        d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "companion-platform"
+    );
+
+    // A call in the era: resultType on the result, Mcp-Name naming the tool.
+    let call = modern(
+        &srv.base,
+        k,
+        "tools/call",
+        json!({"name": "find_tools", "arguments": {"query": "create a github issue"}}),
+        &[v, ("mcp-method", "tools/call"), ("mcp-name", "find_tools")],
+    )
+    .await;
+    assert_eq!(call.status, 200, "{}", call.body);
+    assert_eq!(call.body["result"]["resultType"], "complete");
+    assert_eq!(
+        call.body["result"]["structuredContent"]["tools"][0]["name"],
+        "github_create_issue"
+    );
+
+    // Methods the era removed, and unknown ones: 404 with -32601.
+    for method in ["ping", "logging/setLevel", "nope/nope"] {
+        let params = if method == "logging/setLevel" {
+            json!({"level": "info"})
+        } else {
+            json!({})
+        };
+        let r = modern(&srv.base, k, method, params, &[v, ("mcp-method", method)]).await;
+        assert_eq!(rpc_error(&r), (404, -32601), "{method}");
+    }
+
+    // Headers that disagree with the body, or are missing: 400 with -32020.
+    let list = |h: &'static [(&'static str, &'static str)]| {
+        let base = srv.base.clone();
+        async move { modern(&base, k, "tools/list", json!({}), h).await }
+    };
+    let mismatch: [(&str, &[(&str, &str)]); 3] = [
+        (
+            "Mcp-Method names another method",
+            &[
+                ("mcp-protocol-version", MODERN),
+                ("mcp-method", "tools/call"),
+            ],
+        ),
+        ("no Mcp-Method", &[("mcp-protocol-version", MODERN)]),
+        (
+            "version header differs from _meta",
+            &[
+                ("mcp-protocol-version", "2025-11-25"),
+                ("mcp-method", "tools/list"),
+            ],
+        ),
+    ];
+    for (why, headers) in mismatch {
+        assert_eq!(rpc_error(&list(headers).await), (400, -32020), "{why}");
+    }
+    for (why, name) in [
+        ("Mcp-Name names another tool", Some("get_tool")),
+        ("no Mcp-Name", None),
+    ] {
+        let mut headers = vec![v, ("mcp-method", "tools/call")];
+        headers.extend(name.map(|n| ("mcp-name", n)));
+        let r = modern(
+            &srv.base,
+            k,
+            "tools/call",
+            json!({"name": "find_tools", "arguments": {"query": "x"}}),
+            &headers,
+        )
+        .await;
+        assert_eq!(rpc_error(&r), (400, -32020), "{why}");
+    }
+
+    // An unknown version: 400 with -32022, saying what is supported and what was asked.
+    let unknown = modern(
+        &srv.base,
+        k,
+        "tools/list",
+        json!({"_meta": modern_meta("2099-01-01")}),
+        &[
+            ("mcp-protocol-version", "2099-01-01"),
+            ("mcp-method", "tools/list"),
+        ],
+    )
+    .await;
+    assert_eq!(rpc_error(&unknown), (400, -32022));
+    let data = &unknown.body["error"]["data"];
+    assert_eq!(data["requested"], "2099-01-01", "{data}");
+    assert!(
+        data["supported"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x == MODERN),
+        "{data}"
+    );
+
+    // The era's header without the _meta protocol fields: 400 with -32602.
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}});
+    let no_meta = send_with_headers(
+        &srv.base,
+        post_json("/mcp", Some(k), &body),
+        &[ACCEPT, v, ("mcp-method", "tools/list")],
+    )
+    .await;
+    assert_eq!(rpc_error(&no_meta), (400, -32602));
+    let no_caps = modern(
+        &srv.base,
+        k,
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}),
+        &[v, ("mcp-method", "tools/list")],
+    )
+    .await;
+    assert_eq!(
+        rpc_error(&no_caps),
+        (400, -32602),
+        "clientCapabilities is required"
+    );
+}

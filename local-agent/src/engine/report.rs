@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::sensing::csi::CsiFrame;
 use crate::sensing::pipeline::{Estimates, Pipeline, PipelineConfig};
-use crate::sensing::source::replay::ReplaySource;
+use crate::sensing::source::replay::{ReplayFormat, ReplaySource};
 
 /// Estimates sampled at the end of one window of source time.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -27,6 +27,15 @@ pub struct WindowRow {
     pub heart_strength: Option<f64>,
     pub range_peak_m: Option<f64>,
     pub rate_hz: Option<f64>,
+}
+
+/// Where one of several recordings played as one stream starts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileSpan {
+    pub name: String,
+    /// Seconds since the first frame of the whole stream at which this file's first frame plays.
+    pub start_s: f64,
+    pub frames: u64,
 }
 
 /// Totals over the whole recording.
@@ -51,6 +60,8 @@ pub struct Summary {
     pub windows_with_breathing: usize,
     pub windows_with_heart: usize,
     pub windows_with_range: usize,
+    /// The recordings in play order (one entry for a single file).
+    pub files: Vec<FileSpan>,
 }
 
 /// The whole report.
@@ -64,24 +75,131 @@ pub struct Report {
 /// Plays a whole recording through a fresh pipeline; the summary carries the reader's counts of
 /// skipped and rejected records.
 pub fn evaluate_replay(source: &mut ReplaySource, window_s: f64, config: PipelineConfig) -> Report {
-    let mut report = evaluate(std::iter::from_fn(|| source.next_frame()), window_s, config);
-    let stats = source.stats();
+    evaluate_replay_chain(std::slice::from_mut(source), window_s, config)
+}
+
+/// Plays several recordings back to back as one stream through one pipeline: each file's frames
+/// are shifted to continue one frame period after the previous file's last frame, and `.npz`
+/// captures (which record no node identity) all play as the first `.npz` file's node, so
+/// consecutive captures of one device form one link (a quiet capture, then a movement capture).
+pub fn evaluate_replay_chain(
+    sources: &mut [ReplaySource],
+    window_s: f64,
+    config: PipelineConfig,
+) -> Report {
+    let npz_node = sources
+        .iter()
+        .find(|s| s.format() == ReplayFormat::Npz)
+        .map(|s| s.name().to_string());
+    let mut chain = Chain {
+        sources,
+        idx: 0,
+        npz_node,
+        offset: None,
+        prev_raw: None,
+        last_out: None,
+        step: 0.01,
+        origin: None,
+        spans: Vec::new(),
+    };
+    let mut report = evaluate(&mut chain, window_s, config);
+    let spans = std::mem::take(&mut chain.spans);
     let s = &mut report.summary;
-    s.records = stats.records;
-    s.skipped = stats.skipped;
-    s.skipped_by_kind = stats
-        .skipped_by_kind
-        .iter()
-        .map(|(k, v)| ((*k).to_string(), *v))
-        .collect();
-    s.rejected = stats.rejected();
-    s.rejected_by_reason = stats
-        .rejected_by_reason
-        .iter()
-        .map(|(k, v)| ((*k).to_string(), *v))
-        .collect();
-    s.io_error = stats.io_error.clone();
+    s.files = spans;
+    s.records = 0;
+    s.skipped = 0;
+    s.rejected = 0;
+    for src in chain.sources.iter() {
+        let stats = src.stats();
+        s.records += stats.records;
+        s.skipped += stats.skipped;
+        for (k, v) in &stats.skipped_by_kind {
+            *s.skipped_by_kind.entry((*k).to_string()).or_default() += *v;
+        }
+        s.rejected += stats.rejected();
+        for (k, v) in &stats.rejected_by_reason {
+            *s.rejected_by_reason.entry((*k).to_string()).or_default() += *v;
+        }
+        if s.io_error.is_none() {
+            s.io_error = stats.io_error.clone();
+        }
+    }
     report
+}
+
+/// Frames of several recordings as one re-timed stream (see [`evaluate_replay_chain`]).
+struct Chain<'a> {
+    sources: &'a mut [ReplaySource],
+    idx: usize,
+    npz_node: Option<String>,
+    /// Shift applied to the current file's times.
+    offset: Option<f64>,
+    prev_raw: Option<f64>,
+    last_out: Option<f64>,
+    /// Latest positive frame step, used to space files.
+    step: f64,
+    origin: Option<f64>,
+    spans: Vec<FileSpan>,
+}
+
+impl Iterator for Chain<'_> {
+    type Item = CsiFrame;
+
+    fn next(&mut self) -> Option<CsiFrame> {
+        loop {
+            let src = self.sources.get_mut(self.idx)?;
+            let Some(mut f) = src.next_frame() else {
+                self.idx += 1;
+                self.offset = None;
+                self.prev_raw = None;
+                continue;
+            };
+            if src.format() == ReplayFormat::Npz
+                && let Some(node) = &self.npz_node
+            {
+                f.node_id.clone_from(node);
+            }
+            if f.t_s.is_finite() {
+                if let Some(p) = self.prev_raw {
+                    let d = f.t_s - p;
+                    if d > 0.0 && d < 1.0 {
+                        self.step = d;
+                    }
+                }
+                self.prev_raw = Some(f.t_s);
+                let start = match self.last_out {
+                    Some(last) => last + self.step - f.t_s,
+                    None => 0.0,
+                };
+                let offset = *self.offset.get_or_insert(start);
+                f.t_s += offset;
+                self.last_out = Some(self.last_out.map_or(f.t_s, |l| l.max(f.t_s)));
+            }
+            let origin = *self.origin.get_or_insert(f.t_s);
+            let name = src.name().to_string();
+            let current = self.spans.len() == self.idx + 1;
+            match self.spans.last_mut() {
+                Some(span) if current => span.frames += 1,
+                _ => {
+                    while self.spans.len() < self.idx {
+                        // A file that yielded no frame.
+                        let n = self.sources[self.spans.len()].name().to_string();
+                        self.spans.push(FileSpan {
+                            name: n,
+                            start_s: f.t_s - origin,
+                            frames: 0,
+                        });
+                    }
+                    self.spans.push(FileSpan {
+                        name,
+                        start_s: f.t_s - origin,
+                        frames: 1,
+                    });
+                }
+            }
+            return Some(f);
+        }
+    }
 }
 
 /// Runs `frames` through a fresh pipeline, sampling the estimates every `window_s` seconds of
@@ -91,8 +209,10 @@ pub fn evaluate(
     window_s: f64,
     config: PipelineConfig,
 ) -> Report {
+    // Frames are never closer than a microsecond; a finer window would only make edges
+    // unrepresentable on long streams.
     let window_s = if window_s.is_finite() && window_s > 0.0 {
-        window_s
+        window_s.max(1e-6)
     } else {
         10.0
     };
@@ -106,13 +226,17 @@ pub fn evaluate(
     for frame in frames {
         let t0 = *first_t.get_or_insert(frame.t_s);
         let t = frame.t_s - t0;
-        // Rows are emitted before the frame that crosses an edge, so each row covers its window.
-        while t.is_finite() && t >= next_edge {
+        // Rows are emitted before the frame that crosses an edge, so each row covers its window
+        // (with a window shorter than the frame spacing, one row per frame).
+        if t.is_finite() && t >= next_edge {
             if window_frames > 0 {
                 windows.push(row(next_edge, window_frames, &pipeline.estimates()));
             }
             window_frames = 0;
-            next_edge += window_s;
+            next_edge = ((t / window_s).floor() + 1.0) * window_s;
+            while next_edge <= t {
+                next_edge += window_s;
+            }
         }
         pipeline.push(&frame);
         count += 1;
@@ -142,6 +266,7 @@ pub fn evaluate(
         windows_with_breathing: windows.iter().filter(|w| w.breathing_bpm.is_some()).count(),
         windows_with_heart: windows.iter().filter(|w| w.heart_bpm.is_some()).count(),
         windows_with_range: windows.iter().filter(|w| w.range_peak_m.is_some()).count(),
+        files: Vec::new(),
     };
     Report {
         window_s,

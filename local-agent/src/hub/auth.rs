@@ -1,30 +1,18 @@
-//! Who may talk to the hub: the token rule for HTTP and WebSocket, and the UDP trust model.
+//! Who may talk to the hub: the token rule for HTTP and WebSocket.
 //!
 //! HTTP and WebSocket callers are identified by their TCP peer address, which cannot be spoofed
 //! once the handshake completed: loopback peers are this computer and are trusted; anyone else
 //! must present `X-Service-Token`. UDP has no handshake and no headers, so a datagram's source
-//! address is only a claim. A UDP sender is accepted when it is loopback, when its address is on
-//! the configured allow list, or when that address recently proved the token over a WebSocket
-//! (which *is* a handshake). Everything else is dropped and counted.
+//! address is only a claim: a remote node proves itself per datagram with a session key it got
+//! under this rule (see [`super::session`]); only loopback datagrams are taken without one.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use http::HeaderMap;
-use ipnet::IpNet;
 use subtle::ConstantTimeEq;
 
 /// Header carrying the shared token.
 pub const TOKEN_HEADER: &str = "x-service-token";
-
-/// How long a token-proven WebSocket peer's address stays trusted for UDP after its last
-/// authorised request (a node reconnects its WebSocket far more often than this).
-pub const UDP_GRANT_TTL: Duration = Duration::from_secs(600);
-
-/// Most addresses remembered from WebSocket authorisations; the oldest are forgotten first.
-const MAX_GRANTS: usize = 256;
 
 /// True for 127.0.0.0/8, `::1` and IPv4-mapped loopback (`::ffff:127.x.y.z`).
 pub fn is_loopback(ip: IpAddr) -> bool {
@@ -94,6 +82,20 @@ impl TokenRule {
         self.token.is_some()
     }
 
+    /// `text` (a request path for the log) with every occurrence of the token replaced by
+    /// `[redacted]`: a client that puts the token in a URL by mistake must not put it in the
+    /// user's log.
+    pub fn redact(&self, text: &str) -> String {
+        match self
+            .token
+            .as_deref()
+            .and_then(|t| std::str::from_utf8(t).ok())
+        {
+            Some(token) if text.contains(token) => text.replace(token, "[redacted]"),
+            _ => text.to_string(),
+        }
+    }
+
     /// Applies the rule to a caller at `peer` with request `headers`.
     pub fn check(&self, peer: IpAddr, headers: &HeaderMap) -> Result<Caller, Refusal> {
         if is_loopback(peer) {
@@ -119,80 +121,35 @@ impl TokenRule {
     }
 }
 
-/// Why `SERVICE_CSI_ALLOW` could not be read.
+/// `SERVICE_CSI_ALLOW` / `--csi-allow` used to let listed addresses send UDP without any proof,
+/// which anyone able to forge such an address could use. It is refused loudly rather than
+/// ignored, so an upgrade never leaves nodes silently dropped without saying why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "SERVICE_CSI_ALLOW entry {entry:?} is neither an IP address nor a CIDR (e.g. 192.168.1.40 or 192.168.1.0/24)"
+    "SERVICE_CSI_ALLOW (--csi-allow) is no longer supported: a source address proves nothing on a LAN. Unset it; remote nodes open a session with the token (POST /ingest/session) and tag their datagrams, or stream over the WebSocket /ingest (see the README, \"Who may send\")"
 )]
-pub struct BadAllowEntry {
-    pub entry: String,
-}
+pub struct AllowListRemoved;
 
-/// Parses a comma-separated list of IPs and CIDRs; blanks are ignored.
-pub fn parse_allow_list(text: &str) -> Result<Vec<IpNet>, BadAllowEntry> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<IpNet>()
-                .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
-                .map_err(|_| BadAllowEntry {
-                    entry: s.to_string(),
-                })
-        })
-        .collect()
-}
-
-/// The UDP trust model; see the module docs.
-#[derive(Debug)]
-pub struct UdpTrust {
-    allow: Vec<IpNet>,
-    /// Address → when it last proved the token over WebSocket.
-    grants: Mutex<HashMap<IpAddr, Instant>>,
-    ttl: Duration,
-}
-
-impl UdpTrust {
-    pub fn new(allow: Vec<IpNet>) -> Self {
-        Self {
-            allow,
-            grants: Mutex::new(HashMap::new()),
-            ttl: UDP_GRANT_TTL,
-        }
-    }
-
-    /// Remembers that `ip` proved the token just now.
-    pub fn grant(&self, ip: IpAddr, now: Instant) {
-        let ip = canonical(ip);
-        let Ok(mut grants) = self.grants.lock() else {
-            return;
-        };
-        grants.retain(|_, at| now.saturating_duration_since(*at) <= self.ttl);
-        if grants.len() >= MAX_GRANTS
-            && !grants.contains_key(&ip)
-            && let Some(oldest) = grants.iter().min_by_key(|(_, at)| **at).map(|(k, _)| *k)
-        {
-            grants.remove(&oldest);
-        }
-        grants.insert(ip, now);
-    }
-
-    /// Whether a datagram from `ip` is accepted.
-    pub fn accepts(&self, ip: IpAddr, now: Instant) -> bool {
-        let ip = canonical(ip);
-        if is_loopback(ip) || self.allow.iter().any(|net| net.contains(&ip)) {
-            return true;
-        }
-        self.grants.lock().is_ok_and(|g| {
-            g.get(&ip)
-                .is_some_and(|at| now.saturating_duration_since(*at) <= self.ttl)
-        })
+/// Accepts only an empty (or blank) allow list.
+pub fn refuse_allow_list(text: &str) -> Result<(), AllowListRemoved> {
+    if text.split(',').all(|s| s.trim().is_empty()) {
+        Ok(())
+    } else {
+        Err(AllowListRemoved)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_is_redacted_from_logged_paths() {
+        let rule = TokenRule::new(Some("s3cret-tok"));
+        assert_eq!(rule.redact("/x/s3cret-tok/y"), "/x/[redacted]/y");
+        assert_eq!(rule.redact("/nodes"), "/nodes");
+        assert_eq!(TokenRule::new(None).redact("/s3cret-tok"), "/s3cret-tok");
+    }
     use http::HeaderValue;
 
     fn with_token(v: &str) -> HeaderMap {
@@ -237,17 +194,10 @@ mod tests {
     }
 
     #[test]
-    fn allow_list_and_grants() {
-        let allow = parse_allow_list(" 192.168.1.0/24, 10.0.0.7 ,,").unwrap();
-        let trust = UdpTrust::new(allow);
-        let now = Instant::now();
-        assert!(trust.accepts("192.168.1.99".parse().unwrap(), now));
-        assert!(trust.accepts("10.0.0.7".parse().unwrap(), now));
-        assert!(trust.accepts("::ffff:10.0.0.7".parse().unwrap(), now));
-        assert!(!trust.accepts("10.0.0.8".parse().unwrap(), now));
-        trust.grant("10.0.0.8".parse().unwrap(), now);
-        assert!(trust.accepts("10.0.0.8".parse().unwrap(), now));
-        assert!(!trust.accepts("10.0.0.8".parse().unwrap(), now + UDP_GRANT_TTL * 2));
-        assert!(parse_allow_list("10.0.0.1, nope").is_err());
+    fn an_allow_list_is_refused_with_its_reason() {
+        assert_eq!(refuse_allow_list(""), Ok(()));
+        assert_eq!(refuse_allow_list(" , "), Ok(()));
+        let err = refuse_allow_list("192.168.1.0/24").unwrap_err();
+        assert!(err.to_string().contains("/ingest/session"));
     }
 }

@@ -2,7 +2,11 @@
 //! recording's own pace (the engine's [`Pacer`]), over UDP or WebSocket.
 //!
 //! What goes on the wire:
-//! - UDP: always ADR-018 raw CSI frames (magic 0xC5110001), one per datagram.
+//! - UDP: always ADR-018 raw CSI frames (magic 0xC5110001), one per datagram. With a token (or
+//!   an explicit `--hub`), the emulator does what a remote node must: it opens a session per
+//!   node id (`POST /ingest/session`) and sends every frame in a key-tagged envelope
+//!   ([`crate::hub::session`]), opening a new session when the hub answers with a rekey notice.
+//!   Without either, frames go out plain, which the hub accepts from loopback only.
 //! - WebSocket: a file of esp-csi `CSI_DATA` or ESP32-CSI-Tool lines is sent line by line as
 //!   text messages, exactly as a serial bridge would forward them; any other recording
 //!   (RuView JSONL, ESPectre `.npz`) is sent as ADR-018 binary messages.
@@ -25,6 +29,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::engine::source::{Pacer, SourceError, open_recording};
 use crate::hub::auth::TOKEN_HEADER;
+use crate::hub::session::{self, KEY_LEN};
 use crate::sensing::csi::{CsiFrame, Record, WireFormat, parse_text_line};
 use crate::sensing::csi::{MAX_SUBCARRIERS, RawCsiPacket};
 
@@ -58,6 +63,9 @@ pub struct EmulatorOptions {
     pub speed: Option<f64>,
     pub token: Option<String>,
     pub node_id: Option<u8>,
+    /// The hub's HTTP address for UDP sessions (`http://HOST:PORT`); by default the UDP host
+    /// on `SERVICE_SENTINEL_PORT` (8790). Setting it (or a token) makes UDP use sessions.
+    pub hub: Option<String>,
 }
 
 /// What was sent.
@@ -82,6 +90,8 @@ pub enum EmulatorError {
     WebSocket(String),
     #[error("the token is not a valid header value")]
     BadToken,
+    #[error("cannot open a node session at {url}: {reason}")]
+    Session { url: String, reason: String },
 }
 
 /// Builds the ADR-018 frame for `frame`, or `None` when its buffer does not fit the format.
@@ -221,6 +231,12 @@ pub fn run(options: &EmulatorOptions, stop: &AtomicBool) -> Result<EmulatorStats
             };
             let socket = UdpSocket::bind(local)?;
             socket.connect(addr)?;
+            let mut sessions = (options.token.is_some() || options.hub.is_some())
+                .then(|| NodeSessions::new(options, hostport))
+                .transpose()?;
+            if sessions.is_some() {
+                socket.set_nonblocking(true)?;
+            }
             for item in items {
                 let (bytes, t) = match &item {
                     Item::Packet(b, t) => (b.as_slice(), *t),
@@ -229,6 +245,15 @@ pub fn run(options: &EmulatorOptions, stop: &AtomicBool) -> Result<EmulatorStats
                 if !sleep_until(pacer.due(t), stop) {
                     break;
                 }
+                let sealed;
+                let bytes = match sessions.as_mut() {
+                    Some(s) => {
+                        s.read_notices(&socket)?;
+                        sealed = s.seal(bytes)?;
+                        sealed.as_slice()
+                    }
+                    None => bytes,
+                };
                 // A refused datagram (nothing listening yet) is not fatal for an emulator.
                 if socket.send(bytes).is_ok() {
                     stats.sent += 1;
@@ -284,6 +309,139 @@ pub fn run(options: &EmulatorOptions, stop: &AtomicBool) -> Result<EmulatorStats
         }
     }
     Ok(stats)
+}
+
+/// One open session of the emulator.
+struct Open {
+    session_id: u64,
+    key: [u8; KEY_LEN],
+    counter: u64,
+}
+
+/// The emulator's sessions, one per node id, opened on first use.
+struct NodeSessions {
+    url: String,
+    token: Option<String>,
+    runtime: tokio::runtime::Runtime,
+    client: reqwest::Client,
+    open: HashMap<u8, Open>,
+}
+
+/// The hub URL for a UDP `HOST:PORT` target: the same host on `SERVICE_SENTINEL_PORT` (8790).
+fn default_hub(hostport: &str) -> String {
+    let host = hostport.rsplit_once(':').map_or(hostport, |(h, _)| h);
+    let port = std::env::var(crate::hub::PORT_ENV)
+        .ok()
+        .and_then(|p| p.parse::<u16>().ok())
+        .unwrap_or(crate::hub::DEFAULT_PORT);
+    format!("http://{host}:{port}")
+}
+
+impl NodeSessions {
+    fn new(options: &EmulatorOptions, hostport: &str) -> Result<Self, EmulatorError> {
+        let base = options.hub.clone().unwrap_or_else(|| default_hub(hostport));
+        let url = format!("{}/ingest/session", base.trim_end_matches('/'));
+        let fail = |reason: String| EmulatorError::Session {
+            url: url.clone(),
+            reason,
+        };
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| fail(e.to_string()))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        Ok(Self {
+            url,
+            token: options.token.clone(),
+            runtime,
+            client,
+            open: HashMap::new(),
+        })
+    }
+
+    fn handshake(&self, node_id: u8) -> Result<Open, EmulatorError> {
+        let fail = |reason: String| EmulatorError::Session {
+            url: self.url.clone(),
+            reason,
+        };
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(serde_json::json!({ "node_id": node_id }).to_string());
+        if let Some(token) = &self.token {
+            request = request.header(TOKEN_HEADER, token);
+        }
+        let body: serde_json::Value = self.runtime.block_on(async {
+            let response = request.send().await.map_err(|e| fail(e.to_string()))?;
+            let status = response.status();
+            let bytes = response.bytes().await.map_err(|e| fail(e.to_string()))?;
+            let body: serde_json::Value = serde_json::from_slice(&bytes)
+                .map_err(|e| fail(format!("the answer is not JSON: {e}")))?;
+            if status != reqwest::StatusCode::CREATED {
+                return Err(fail(format!("HTTP {status}: {}", body["detail"])));
+            }
+            Ok(body)
+        })?;
+        let session_id = body["session_id"]
+            .as_str()
+            .and_then(session::from_hex::<8>)
+            .map(u64::from_be_bytes)
+            .ok_or_else(|| fail("no session_id in the answer".into()))?;
+        let key = body["key"]
+            .as_str()
+            .and_then(session::from_hex::<KEY_LEN>)
+            .ok_or_else(|| fail("no key in the answer".into()))?;
+        Ok(Open {
+            session_id,
+            key,
+            counter: 0,
+        })
+    }
+
+    /// Wraps one ADR-018 packet under its node's session.
+    fn seal(&mut self, packet: &[u8]) -> Result<Vec<u8>, EmulatorError> {
+        // Byte 4 of every ADR-018 packet the emulator sends is the node id.
+        let node_id = packet.get(4).copied().unwrap_or(0);
+        if !self.open.contains_key(&node_id) {
+            let open = self.handshake(node_id)?;
+            self.open.insert(node_id, open);
+        }
+        let Some(open) = self.open.get_mut(&node_id) else {
+            return Err(EmulatorError::Session {
+                url: self.url.clone(),
+                reason: "session vanished".into(),
+            });
+        };
+        open.counter += 1;
+        Ok(session::seal(
+            &open.key,
+            open.session_id,
+            open.counter,
+            packet,
+        ))
+    }
+
+    /// Reads pending rekey notices; a node whose session the hub forgot opens a new one.
+    fn read_notices(&mut self, socket: &UdpSocket) -> Result<(), EmulatorError> {
+        let mut buf = [0u8; 64];
+        loop {
+            match socket.recv(&mut buf) {
+                Ok(n) => {
+                    if let Some(forgotten) = session::parse_rekey(&buf[..n]) {
+                        self.open.retain(|_, o| o.session_id != forgotten);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+                // ICMP "port unreachable" for an earlier datagram: nothing listens yet.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
 }
 
 /// Sleeps until `due` in slices; false when `stop` was set.

@@ -1,7 +1,9 @@
 //! UDP ingest on `SERVICE_CSI_PORT`: one socket for every ADR-018 packet kind.
 //!
-//! Senders are filtered by [`UdpTrust`](super::auth::UdpTrust) before any decoding, so an
-//! unknown sender costs one lookup. After each wake-up the socket is drained with non-blocking
+//! A remote datagram is checked before any decoding ([`Ingest::udp`]): an untagged one costs one
+//! comparison, one naming an unknown session one lookup, a forged tag one HMAC. A datagram
+//! naming an unknown session is answered with a rate-limited 12-byte rekey notice (see
+//! [`super::session`]). After each wake-up the socket is drained with non-blocking
 //! reads, which keeps the per-datagram overhead low at high packet rates.
 
 use std::sync::Arc;
@@ -10,8 +12,8 @@ use std::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::watch;
 
-use super::ingest::{Ingest, MAX_DATAGRAM_BYTES};
-use super::registry::{Counters, Transport};
+use super::ingest::Ingest;
+use super::session::rekey_notice;
 
 /// Datagrams handled per wake-up before yielding to other tasks.
 const DRAIN_BATCH: usize = 256;
@@ -35,16 +37,12 @@ pub async fn run(socket: UdpSocket, ingest: Arc<Ingest>, mut shutdown: watch::Re
             match socket.try_recv_from(&mut buf) {
                 Ok((len, peer)) => {
                     let now = Instant::now();
-                    if !ingest.trust.accepts(peer.ip(), now) {
-                        Counters::bump(&ingest.registry.counters.unknown_sender);
-                        tracing::debug!(%peer, "datagram from an unknown sender dropped");
-                        continue;
+                    if let Some(session) = ingest.udp(&buf[..len], peer.ip(), now)
+                        && ingest.sessions.may_send_rekey(now)
+                    {
+                        // Best effort: a full send buffer only delays the node's rekey.
+                        let _ = socket.try_send_to(&rekey_notice(session), peer);
                     }
-                    if len > MAX_DATAGRAM_BYTES {
-                        Counters::bump(&ingest.registry.counters.oversized);
-                        continue;
-                    }
-                    ingest.datagram(&buf[..len], peer.ip(), Transport::Udp, now);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 // ICMP errors surface as ConnectionReset on some platforms; they concern a

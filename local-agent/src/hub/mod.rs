@@ -1,12 +1,13 @@
 //! The sensor hub: where ESP32 nodes send their CSI, and the LAN-facing API about them.
 //!
 //! Layout:
-//! - [`auth`]: the token rule (HTTP, WebSocket) and the UDP trust model.
+//! - [`auth`]: the token rule (HTTP, WebSocket).
+//! - [`session`]: node sessions, the key-tagged UDP envelope and its anti-replay window.
 //! - [`registry`]: nodes, their measured rate and health, rate caps and drop counters.
 //! - [`ingest`], [`ingest_udp`], [`ingest_ws`]: packet handling and the two transports.
 //! - [`feed`]: [`feed::HubFeed`], the engine's `hub` source.
 //! - [`server`]: the hyper listener and routes (`/health`, `/nodes`, `/alerts`, `/ingest`,
-//!   `/control/away`).
+//!   `/ingest/session`, `/control/away`).
 //! - [`emulator`]: `local-agent node-emulator`, a recording played as a node.
 //!
 //! [`Hub::start`] binds both sockets before it returns, so callers know the addresses.
@@ -20,23 +21,24 @@ pub mod ingest_udp;
 pub mod ingest_ws;
 pub mod registry;
 pub mod server;
+pub mod session;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ipnet::IpNet;
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::alerts::{AlertKind, AlertLog, AwayMode, NewAlert};
 use crate::engine::server::Limits;
-use auth::{TokenRule, UdpTrust};
+use auth::TokenRule;
 use feed::FrameSink;
 use ingest::Ingest;
 use registry::{Registry, RegistryConfig};
 use server::HubState;
+use session::Sessions;
 
 /// Default hub (HTTP + WebSocket) port; `SERVICE_SENTINEL_PORT` overrides it.
 pub const DEFAULT_PORT: u16 = 8790;
@@ -48,7 +50,7 @@ pub const CSI_PORT_ENV: &str = "SERVICE_CSI_PORT";
 pub const UDP_RECV_BUFFER: usize = 4 << 20;
 /// The shared token remote callers must send.
 pub const TOKEN_ENV: &str = "SERVICE_SENTINEL_TOKEN";
-/// Extra UDP senders to accept: comma-separated IPs and CIDRs.
+/// The removed UDP allow list; refused when set (see [`auth::refuse_allow_list`]).
 pub const ALLOW_ENV: &str = "SERVICE_CSI_ALLOW";
 
 /// How to run the hub.
@@ -61,7 +63,6 @@ pub struct HubConfig {
     /// UDP port; 0 picks a free one.
     pub csi_port: u16,
     pub token: TokenRule,
-    pub allow: Vec<IpNet>,
     pub registry: RegistryConfig,
     pub limits: Limits,
 }
@@ -73,7 +74,6 @@ impl Default for HubConfig {
             port: DEFAULT_PORT,
             csi_port: DEFAULT_CSI_PORT,
             token: TokenRule::default(),
-            allow: Vec::new(),
             registry: RegistryConfig::default(),
             limits: Limits::default(),
         }
@@ -169,17 +169,18 @@ impl Hub {
         })?;
 
         let registry = deps.registry;
-        let trust = Arc::new(UdpTrust::new(config.allow.clone()));
+        let sessions = Arc::new(Sessions::default());
         let feeding = deps.sink.is_some();
         let ingest = Arc::new(Ingest::new(
             Arc::clone(&registry),
-            Arc::clone(&trust),
+            Arc::clone(&sessions),
             deps.sink,
         ));
         let state = Arc::new(HubState {
             registry: Arc::clone(&registry),
             ingest: Arc::clone(&ingest),
-            trust,
+            sessions: Arc::clone(&sessions),
+            udp_port: udp_addr.port(),
             rule: config.token.clone(),
             alerts: Arc::clone(&deps.alerts),
             away: deps.away,
@@ -196,13 +197,17 @@ impl Hub {
                 shutdown_rx.clone(),
             )),
             tokio::spawn(ingest_udp::run(socket, ingest, shutdown_rx.clone())),
-            tokio::spawn(sweep(Arc::clone(&registry), deps.alerts, shutdown_rx)),
+            tokio::spawn(sweep(
+                Arc::clone(&registry),
+                sessions,
+                deps.alerts,
+                shutdown_rx,
+            )),
         ];
         tracing::info!(
             %addr,
             %udp_addr,
             token_configured = config.token.is_configured(),
-            udp_allow = config.allow.len(),
             feeding_pipeline = feeding,
             "hub listening"
         );
@@ -241,9 +246,11 @@ impl Hub {
     }
 }
 
-/// Marks silent nodes offline and raises one `node_offline` alert per offline episode.
+/// Marks silent nodes offline and raises one `node_offline` alert per offline episode; forgets
+/// nodes and sessions idle for too long.
 async fn sweep(
     registry: Arc<Registry>,
+    sessions: Arc<Sessions>,
     alerts: Arc<dyn AlertLog>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -253,6 +260,10 @@ async fn sweep(
         tokio::select! {
             _ = tick.tick() => {}
             _ = shutdown.changed() => break,
+        }
+        let expired = sessions.sweep(Instant::now());
+        if expired > 0 {
+            tracing::info!(expired, "idle node sessions forgotten");
         }
         for gone in registry.sweep(Instant::now()) {
             tracing::warn!(node = %gone.id, addr = %gone.addr, "node offline");

@@ -2,14 +2,18 @@
 //! the per-node rate cap, and the hub-level drop counters.
 //!
 //! A node is keyed by (source address, the id it reports), so two boards that were flashed
-//! with the same node id still show up as two nodes. Its public `id` is `node-<reported id>`
+//! with the same node id still show up as two nodes. Only authenticated input reaches the
+//! registry (loopback, a token-proven WebSocket, or a datagram tagged with a session key), so
+//! the address in the key is a fact, not a claim. Nodes silent for `evict_after` are forgotten,
+//! and a full registry makes room by forgetting the longest-silent offline node, so ids that
+//! stopped sending can never lock out a node that is sending. Its public `id` is `node-<reported id>`
 //! (`node-1` for ADR-018 node 1, `node-aa:bb:cc:dd:ee:ff` for a text-line node known by MAC);
 //! if another address already uses that id, `@<address>` is appended.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -31,7 +35,10 @@ pub enum Transport {
 pub struct RegistryConfig {
     /// A node with no accepted packet for this long is offline.
     pub offline_after: Duration,
-    /// Most nodes remembered; packets from further nodes are dropped and counted.
+    /// A node offline for this long is forgotten (it leaves `/nodes`).
+    pub evict_after: Duration,
+    /// Most nodes remembered; when full, the longest-silent offline node makes room, and
+    /// packets from further nodes are dropped and counted only while every node is online.
     pub max_nodes: usize,
     /// Per-node token bucket: sustained packets per second …
     pub rate_cap_hz: f64,
@@ -43,6 +50,7 @@ impl Default for RegistryConfig {
     fn default() -> Self {
         Self {
             offline_after: Duration::from_secs(10),
+            evict_after: Duration::from_secs(3600),
             max_nodes: 64,
             rate_cap_hz: 500.0,
             burst: 250.0,
@@ -79,8 +87,14 @@ pub struct NodeView {
 /// Hub-level counters of input that belongs to no node (or that no node may send).
 #[derive(Debug, Default)]
 pub struct Counters {
-    /// UDP datagrams from addresses that are neither loopback, allowed nor token-granted.
+    /// Plain (untagged) UDP datagrams from a non-loopback address.
     pub unknown_sender: AtomicU64,
+    /// Session envelopes that did not authenticate: unknown or expired session, a tag that does
+    /// not verify, or a packet claiming another node id than its session's.
+    pub unauthenticated: AtomicU64,
+    /// Authentic session envelopes whose counter was already used (a captured datagram sent
+    /// again).
+    pub replayed: AtomicU64,
     /// Packets or lines that failed to decode.
     pub malformed: AtomicU64,
     /// Datagrams or messages above the size limit.
@@ -103,6 +117,8 @@ pub struct Counters {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct CountersView {
     pub unknown_sender: u64,
+    pub unauthenticated: u64,
+    pub replayed: u64,
     pub malformed: u64,
     pub oversized: u64,
     pub rate_limited: u64,
@@ -122,6 +138,8 @@ impl Counters {
         let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
         CountersView {
             unknown_sender: r(&self.unknown_sender),
+            unauthenticated: r(&self.unauthenticated),
+            replayed: r(&self.replayed),
             malformed: r(&self.malformed),
             oversized: r(&self.oversized),
             rate_limited: r(&self.rate_limited),
@@ -148,10 +166,12 @@ pub struct Arrival<'a> {
 }
 
 /// The registry's verdict on one packet.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Admission {
-    /// Accepted; `id` is the node's public id (frames forwarded carry it as `node_id`).
-    Accepted { id: String },
+    /// Accepted; `id` is the node's public id (frames forwarded carry it as `node_id`), and
+    /// `queued` counts this node's frames waiting for the pipeline (its fair share is enforced
+    /// by the feed).
+    Accepted { id: String, queued: Arc<AtomicU32> },
     /// Over the node's rate cap.
     RateLimited,
     /// A new node while the registry is full.
@@ -174,6 +194,7 @@ struct Node {
     tokens: f64,
     tokens_at: Instant,
     health: NodeHealth,
+    queued: Arc<AtomicU32>,
 }
 
 /// A node that just went offline.
@@ -246,8 +267,19 @@ impl Registry {
         let mut changed = false;
         if !nodes.contains_key(&key) {
             if nodes.len() >= self.config.max_nodes {
-                Counters::bump(&self.counters.too_many_nodes);
-                return Admission::Full;
+                // Make room by forgetting the node silent for longest, if it is offline.
+                let silent = nodes
+                    .iter()
+                    .filter(|(_, n)| !n.online)
+                    .min_by_key(|(_, n)| n.last_seen)
+                    .map(|(k, _)| k.clone());
+                let Some(silent) = silent else {
+                    Counters::bump(&self.counters.too_many_nodes);
+                    return Admission::Full;
+                };
+                if let Some(gone) = nodes.remove(&silent) {
+                    tracing::info!(node = %gone.id, "offline node forgotten to make room");
+                }
             }
             let base = format!("node-{}", a.reported_id);
             let id = if nodes.values().any(|n| n.id == base) {
@@ -273,6 +305,7 @@ impl Registry {
                     tokens: self.config.burst,
                     tokens_at: now,
                     health: NodeHealth::default(),
+                    queued: Arc::new(AtomicU32::new(0)),
                 },
             );
             changed = true;
@@ -315,10 +348,11 @@ impl Registry {
         }
         node.health.observe(now, a.rssi_dbm, &a.probe);
         let id = node.id.clone();
+        let queued = Arc::clone(&node.queued);
         if changed {
             self.publish_fleet(&nodes);
         }
-        Admission::Accepted { id }
+        Admission::Accepted { id, queued }
     }
 
     /// Counts a packet that was accepted but then dropped (pipeline queue full).
@@ -330,11 +364,22 @@ impl Registry {
         }
     }
 
-    /// Marks nodes silent for longer than `offline_after` offline; returns those that just
-    /// went offline (each once per offline episode).
+    /// Marks nodes silent for longer than `offline_after` offline and forgets those silent for
+    /// longer than `evict_after`; returns those that just went offline (each once per offline
+    /// episode).
     pub fn sweep(&self, now: Instant) -> Vec<WentOffline> {
         let mut nodes = self.lock();
         let mut gone = Vec::new();
+        let before = nodes.len();
+        let evict_after = self.config.evict_after;
+        nodes.retain(|_, n| {
+            let keep = n.online || now.saturating_duration_since(n.last_seen) <= evict_after;
+            if !keep {
+                tracing::info!(node = %n.id, "node silent too long; forgotten");
+            }
+            keep
+        });
+        let evicted = nodes.len() != before;
         for node in nodes.values_mut() {
             if node.online
                 && now.saturating_duration_since(node.last_seen) > self.config.offline_after
@@ -347,7 +392,7 @@ impl Registry {
                 });
             }
         }
-        if !gone.is_empty() {
+        if evicted || !gone.is_empty() {
             self.publish_fleet(&nodes);
         }
         gone
@@ -407,6 +452,7 @@ mod tests {
     fn rate_cap_offline_and_ids() {
         let reg = Registry::new(RegistryConfig {
             offline_after: Duration::from_secs(1),
+            evict_after: Duration::from_secs(5),
             max_nodes: 2,
             rate_cap_hz: 10.0,
             burst: 5.0,
@@ -424,13 +470,14 @@ mod tests {
         }
         assert_eq!(accepted, 5, "the burst, then the cap");
         assert_eq!(reg.view()[0].dropped, 15);
-        assert_eq!(
+        assert!(matches!(
             reg.admit(arrival("10.0.0.2", "1"), t0),
-            Admission::Accepted {
-                id: "node-1@10.0.0.2".into()
-            }
-        );
-        assert_eq!(reg.admit(arrival("10.0.0.3", "9"), t0), Admission::Full);
+            Admission::Accepted { id, .. } if id == "node-1@10.0.0.2"
+        ));
+        assert!(matches!(
+            reg.admit(arrival("10.0.0.3", "9"), t0),
+            Admission::Full
+        ));
         assert_eq!(reg.fleet().nodes_online, 2);
         let gone = reg.sweep(t0 + Duration::from_secs(2));
         assert_eq!(gone.len(), 2);
@@ -442,6 +489,18 @@ mod tests {
                 nodes_total: 2
             }
         );
+        // Full of offline nodes: a new one takes the place of the longest silent.
+        let t3 = t0 + Duration::from_secs(3);
+        assert!(matches!(
+            reg.admit(arrival("10.0.0.3", "9"), t3),
+            Admission::Accepted { id, .. } if id == "node-9"
+        ));
+        assert_eq!(reg.fleet().nodes_total, 2);
+        // Silent past evict_after: forgotten.
+        reg.sweep(t3 + Duration::from_secs(6));
+        assert_eq!(reg.fleet().nodes_total, 1);
+        assert!(reg.sweep(t3 + Duration::from_secs(60)).is_empty());
+        assert_eq!(reg.fleet().nodes_total, 0);
     }
 
     #[test]

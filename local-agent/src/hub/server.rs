@@ -1,5 +1,6 @@
 //! The hub's HTTP listener (all interfaces, `SERVICE_SENTINEL_PORT`): `/health`, `/nodes`,
-//! `/alerts`, the WebSocket `/ingest`, and the loopback-only `/control/away`.
+//! `/alerts`, the WebSocket `/ingest`, node sessions `/ingest/session`, and the loopback-only
+//! `/control/away`.
 //!
 //! Every request passes the token rule first (loopback trusted, remote needs
 //! `X-Service-Token`), so a refused caller learns nothing else. Loopback callers also pass the
@@ -10,6 +11,8 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
 
 use bytes::Bytes;
 use http::header::{ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
@@ -23,10 +26,11 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
-use super::auth::{Caller, Refusal, TokenRule, UdpTrust};
+use super::auth::{Caller, Refusal, TokenRule};
 use super::ingest::Ingest;
 use super::ingest_ws;
 use super::registry::{Counters, CountersView, NodeView, Registry};
+use super::session::{self, Sessions};
 use crate::alerts::{AlertLog, AlertView, AwayMode};
 use crate::engine::host_guard;
 use crate::engine::records::ErrorBody;
@@ -48,7 +52,7 @@ pub enum HubApiError {
     #[error("{0}")]
     BadRequest(String),
     #[error(
-        "no such endpoint: {0}; the hub serves /health, /nodes, /alerts, /ingest (WebSocket) and /control/away (local only)"
+        "no such endpoint: {0}; the hub serves /health, /nodes, /alerts, /ingest (WebSocket), /ingest/session and /control/away (local only)"
     )]
     NotFound(String),
     #[error("method {method} is not allowed here; allowed: {allow}")]
@@ -125,11 +129,35 @@ struct AwayBody {
     away: bool,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionRequest {
+    node_id: u8,
+}
+
+/// `POST /ingest/session`: what a node needs to tag its datagrams. The key is as secret as the
+/// token that obtained it; the response is never cached and never logged.
+#[derive(Serialize)]
+struct SessionBody {
+    /// 16 hex digits; the u64 in bytes 4..12 of every envelope (little-endian).
+    session_id: String,
+    /// 64 hex digits: the 32-byte HMAC-SHA256 key.
+    key: String,
+    node_id: u8,
+    udp_port: u16,
+    /// The session is forgotten after this long without a valid datagram.
+    idle_timeout_s: u64,
+    envelope_magic: &'static str,
+    tag: &'static str,
+}
+
 /// Everything the handlers share.
 pub struct HubState {
     pub registry: Arc<Registry>,
     pub ingest: Arc<Ingest>,
-    pub trust: Arc<UdpTrust>,
+    pub sessions: Arc<Sessions>,
+    /// The bound UDP port (named in session grants).
+    pub udp_port: u16,
     pub rule: TokenRule,
     pub alerts: Arc<dyn AlertLog>,
     pub away: AwayMode,
@@ -320,10 +348,6 @@ async fn route(
                         "too many node WebSocket connections are open; close idle ones".into(),
                     )
                 })?;
-            if caller == Caller::Token {
-                // The peer proved the token over TCP: trust its address for UDP too.
-                state.trust.grant(peer.ip(), Instant::now());
-            }
             Ok(ingest_ws::upgrade(
                 req,
                 accept,
@@ -331,6 +355,36 @@ async fn route(
                 peer,
                 Arc::clone(&state.ingest),
                 shutdown,
+            ))
+        }
+        "/ingest/session" => {
+            if method != Method::POST {
+                return Err(HubApiError::MethodNotAllowed {
+                    method: method.to_string(),
+                    allow: "POST",
+                });
+            }
+            let request: SessionRequest = read_json(req, "{\"node_id\": 0..255}").await?;
+            let grant = state
+                .sessions
+                .open(peer.ip(), request.node_id, Instant::now());
+            tracing::info!(
+                %peer,
+                node_id = grant.node_id,
+                session = %format_args!("{:016x}", grant.session_id),
+                "node session opened"
+            );
+            Ok(json_response(
+                StatusCode::CREATED,
+                &SessionBody {
+                    session_id: format!("{:016x}", grant.session_id),
+                    key: session::to_hex(&grant.key),
+                    node_id: grant.node_id,
+                    udp_port: state.udp_port,
+                    idle_timeout_s: session::SESSION_IDLE.as_secs(),
+                    envelope_magic: "0xC5115E01",
+                    tag: "hmac-sha256-128",
+                },
             ))
         }
         "/control/away" => {
@@ -344,8 +398,8 @@ async fn route(
                     get_only("GET, POST")?;
                 }
                 Method::POST => {
-                    let on = read_away(req).await?;
-                    state.away.set(on);
+                    let body: AwayRequest = read_json(req, "{\"on\": true|false}").await?;
+                    state.away.set(body.on);
                 }
                 _ => {
                     return Err(HubApiError::MethodNotAllowed {
@@ -365,7 +419,11 @@ async fn route(
     }
 }
 
-async fn read_away(req: Request<Incoming>) -> Result<bool, HubApiError> {
+/// Reads a small JSON body of the shape `shape` (named in errors).
+async fn read_json<T: DeserializeOwned>(
+    req: Request<Incoming>,
+    shape: &str,
+) -> Result<T, HubApiError> {
     let json_type = req
         .headers()
         .get(CONTENT_TYPE)
@@ -373,9 +431,9 @@ async fn read_away(req: Request<Incoming>) -> Result<bool, HubApiError> {
         .and_then(|v| v.split(';').next())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
     if !json_type {
-        return Err(HubApiError::BadRequest(
-            "send Content-Type: application/json with body {\"on\": true|false}".into(),
-        ));
+        return Err(HubApiError::BadRequest(format!(
+            "send Content-Type: application/json with body {shape}"
+        )));
     }
     let declared = req
         .headers()
@@ -384,7 +442,7 @@ async fn read_away(req: Request<Incoming>) -> Result<bool, HubApiError> {
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_CONTROL_BODY as u64) {
         return Err(HubApiError::PayloadTooLarge(format!(
-            "control bodies are at most {MAX_CONTROL_BODY} bytes"
+            "request bodies here are at most {MAX_CONTROL_BODY} bytes"
         )));
     }
     // The header timeout does not cover the body: bound it too, so a client that never
@@ -402,17 +460,16 @@ async fn read_away(req: Request<Incoming>) -> Result<bool, HubApiError> {
     })?
     .map_err(|_| {
         HubApiError::PayloadTooLarge(format!(
-            "control bodies are at most {MAX_CONTROL_BODY} bytes"
+            "request bodies here are at most {MAX_CONTROL_BODY} bytes"
         ))
     })?
     .to_bytes();
-    let parsed: AwayRequest = serde_json::from_slice(&body).map_err(|e| {
+    serde_json::from_slice(&body).map_err(|e| {
         HubApiError::BadRequest(format!(
-            "body must be {{\"on\": true|false}}: {}",
+            "body must be {shape}: {}",
             truncate(&e.to_string(), 200)
         ))
-    })?;
-    Ok(parsed.on)
+    })
 }
 
 /// Serves until `shutdown` turns true, then lets in-flight requests finish for up to the grace
@@ -445,7 +502,7 @@ pub async fn serve(
             let shutdown = conn_shutdown.clone();
             async move {
                 let method = req.method().clone();
-                let path = req.uri().path().to_string();
+                let path = state.rule.redact(req.uri().path());
                 let response = respond(req, peer, state, shutdown).await;
                 let status = response.status().as_u16();
                 if status >= 400 {

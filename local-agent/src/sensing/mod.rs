@@ -1,5 +1,6 @@
 //! The sensing pipeline: CSI frames in, honest estimates out.
 
+pub mod calibration;
 pub mod csi;
 pub mod dsp;
 pub mod fall;

@@ -1,10 +1,11 @@
 //! Per-node estimators fused into one view of the room.
 //!
 //! Every (node, subcarrier layout) stream gets its own state: a measured sample rate, gain
-//! normalisation per packet, a motion detector, a uniform 10 Hz grid feeding the vitals and range
-//! estimators, and a presence tracker with its own empty-room calibration. The fused view is
-//! present if any link sees presence, motion is the maximum over links, and each vital comes from
-//! the link with the strongest accepted peak. Nothing here panics on malformed frames: frames
+//! normalisation per packet, a per-packet motion detector with its own empty-room calibration, a
+//! uniform 10 Hz grid feeding the vitals and range estimators, and a presence tracker. The fused
+//! view is present if any link sees presence, motion is the maximum over links, and each vital
+//! comes from the link with the strongest accepted peak. Motion (and the presence it implies) is
+//! fused after every packet; everything else on the 10 Hz grid. Nothing here panics on malformed frames: frames
 //! with no usable subcarrier or a non-finite time are ignored, reordered frames are dropped, and a
 //! clock jump or long gap restarts the affected stream.
 
@@ -12,11 +13,12 @@ use std::collections::HashMap;
 
 use num_complex::Complex32;
 
+use super::calibration::{CalibrationPhase, CalibrationStatus};
 use super::csi::{CsiFrame, CsiShape};
 use super::dsp::rate::{Arrival, RateTracker};
 use super::dsp::resample::{GridStep, UniformGrid};
-use super::motion::MotionDetector;
-use super::presence::{BreathEvidence, CalibrationHold, PresenceTracker};
+use super::motion::{MotionConfig, MotionDetector};
+use super::presence::{BreathEvidence, PresenceTracker};
 use super::range::{RangeEstimator, sanitise};
 use super::still::StillCue;
 use super::vitals::{BreathDiag, GRID_HZ, HeartDiag, VitalsConfig, VitalsEstimator};
@@ -24,9 +26,11 @@ use super::vitals::{BreathDiag, GRID_HZ, HeartDiag, VitalsConfig, VitalsEstimato
 /// Tunables of the pipeline. `Default` gives the production settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PipelineConfig {
-    /// Seconds of calm, breath-free data used for the empty-room calibration after start or
-    /// `recalibrate`. 0 disables calibration (the default motion threshold is used).
+    /// Seconds of still data used for each link's empty-room calibration after its warm-up or
+    /// `recalibrate`. 0 disables calibration (the uncalibrated motion threshold is used).
     pub calibration_s: f64,
+    /// The motion detector (its `calibration_s` is replaced by the field above).
+    pub motion: MotionConfig,
     /// Longest gap (seconds) bridged by holding the last value on the uniform grid; longer gaps
     /// restart the vitals windows.
     pub max_gap_s: f64,
@@ -39,7 +43,8 @@ pub struct PipelineConfig {
 impl Default for PipelineConfig {
     fn default() -> Self {
         Self {
-            calibration_s: 20.0,
+            calibration_s: MotionConfig::default().calibration_s,
+            motion: MotionConfig::default(),
             max_gap_s: 1.0,
             max_streams: 256,
             vitals: VitalsConfig::default(),
@@ -63,8 +68,10 @@ pub struct Estimates {
     pub range_strength: Option<f64>,
     /// Measured frame rate over all nodes, Hz.
     pub rate_hz: Option<f64>,
-    /// True while the background model is still being learned.
+    /// True while a link's empty-room calibration is still being learned.
     pub calibrating: bool,
+    /// Calibration of the least advanced link (phase, progress 0..1, why it waits).
+    pub calibration: CalibrationStatus,
     /// Frames accepted into the pipeline since start.
     pub frames: u64,
     /// Source time (`CsiFrame::t_s`) of the newest frame.
@@ -83,12 +90,6 @@ pub struct Estimates {
     /// smoothed for display and presence; this keeps the short burst of a fall's impact for the
     /// fall monitor.
     pub motion_burst: f64,
-    /// Share of the empty-room calibration collected, 0..1, over the links still calibrating
-    /// (the least advanced); 1 once every link is calibrated.
-    pub calibration_progress: f64,
-    /// Why a calibrating link last started its calibration over (a person breathing in view,
-    /// motion, an unsteady signal); `None` while nothing has interrupted it.
-    pub calibration_hold: Option<CalibrationHold>,
     /// Seconds of still data the vitals window of the most advanced present link holds (a rate
     /// needs a full window: `VitalsConfig::breath_min_window` grid samples).
     pub still_s: f64,
@@ -157,10 +158,8 @@ struct LinkView {
     heart_snr: Option<f64>,
     range: Option<f64>,
     range_snr: Option<f64>,
-    calibrating: bool,
+    calibration: CalibrationStatus,
     burst: f64,
-    calibration_progress: f64,
-    calibration_hold: Option<CalibrationHold>,
     still_s: f64,
     wave: Option<std::sync::Arc<[f32]>>,
     wave_snr: f64,
@@ -243,8 +242,11 @@ impl Link {
         Self {
             rate: RateTracker::new(),
             grid: UniformGrid::new(tick, cfg.max_gap_s),
-            motion: MotionDetector::new(),
-            presence: PresenceTracker::new(cfg.calibration_s, tick),
+            motion: MotionDetector::new(MotionConfig {
+                calibration_s: cfg.calibration_s,
+                ..cfg.motion.clone()
+            }),
+            presence: PresenceTracker::new(),
             vitals: VitalsEstimator::new(cfg.vitals.clone()),
             range: RangeEstimator::new(),
             still: StillCue::new(),
@@ -271,6 +273,18 @@ impl Link {
 
     /// Feeds one frame; returns true when the frame was accepted (and whether a tick completed).
     fn push(&mut self, frame: &CsiFrame, frame_no: u64) -> (bool, bool) {
+        let accepted = self.push_inner(frame, frame_no);
+        if accepted.0 {
+            // Motion is decided per packet; presence follows it at once.
+            self.view.moving = self.motion.moving();
+            self.view.motion = self.motion.motion_value();
+            self.view.present = self.presence.present() || self.view.moving;
+            self.view.calibration = self.motion.calibration();
+        }
+        accepted
+    }
+
+    fn push_inner(&mut self, frame: &CsiFrame, frame_no: u64) -> (bool, bool) {
         // Gain normalisation per packet and per receive chain: AGC swings the whole packet by
         // ±15–30 % on an ESP32, and each chain of a multi-antenna card by itself (the Atheros
         // captures' chain levels jump by 18 % from packet to packet, median).
@@ -305,7 +319,7 @@ impl Link {
                 self.grid.reset();
                 self.vitals.reset();
                 self.range.reset();
-                self.motion.break_continuity();
+                self.motion.restart();
             }
             Arrival::Gap => self.motion.break_continuity(),
             Arrival::First | Arrival::Regular => {}
@@ -329,9 +343,9 @@ impl Link {
                     *m += a * w;
                 }
             }
-            self.motion.push(&self.motion_in);
+            self.motion.push(frame.t_s, &self.motion_in);
         } else {
-            self.motion.push(&self.amps);
+            self.motion.push(frame.t_s, &self.amps);
         }
         sanitise(
             &frame.csi[..t.min(frame.csi.len())],
@@ -419,9 +433,9 @@ impl Link {
         let b = self.vitals.breathing;
         let still_cue = self.still.on_tick(
             self.vitals.breath_cue(),
-            self.presence.moving(),
+            self.motion.moving(),
             b.bpm.is_some(),
-            self.presence.calibrating(),
+            self.motion.calibration().calibrating(),
             self.presence.present(),
         );
         let evidence = BreathEvidence {
@@ -430,9 +444,8 @@ impl Link {
             accepted: b.bpm.is_some(),
             still_cue,
         };
-        self.presence
-            .on_tick(t_s, tick_s, self.motion.level(), evidence);
-        let moving = self.presence.moving();
+        let moving = self.motion.moving();
+        self.presence.on_tick(t_s, tick_s, moving, evidence);
         let (amps, rest) = done.split_at(n);
         let (prod, h) = rest.split_at(np);
         if np > 0 {
@@ -453,17 +466,15 @@ impl Link {
         self.view = LinkView {
             present,
             moving,
-            motion: self.presence.motion_value(),
+            motion: self.motion.motion_value(),
             breathing: b.bpm.filter(|_| still),
             breathing_snr: b.snr.filter(|_| present),
             heart: hr.bpm.filter(|_| still && b.bpm.is_some()),
             heart_snr: hr.snr.filter(|_| present),
             range: self.range.range_m.filter(|_| present && wide),
             range_snr: self.range.strength.filter(|_| present),
-            calibrating: self.presence.calibrating(),
+            calibration: self.motion.calibration(),
             burst,
-            calibration_progress: self.presence.calibration_progress(),
-            calibration_hold: self.presence.calibration_hold(),
             still_s: self.vitals.still_samples() as f64 * tick_s,
             wave: self.vitals.breathing_wave.clone(),
             wave_snr: b.snr.unwrap_or(0.0),
@@ -536,6 +547,34 @@ impl Pipeline {
         self.estimates.last_t_s = Some(frame.t_s);
         if ticked {
             self.fuse();
+        } else {
+            self.fuse_motion();
+        }
+    }
+
+    /// Refreshes the per-packet part of the fused view (motion, and the presence it implies).
+    fn fuse_motion(&mut self) {
+        let now = self.estimates.frames;
+        let horizon = STALE_FRAMES_PER_STREAM * self.links.len().max(1) as u64;
+        let (mut moving, mut motion, mut present) = (false, 0.0f64, false);
+        let mut cal: Option<CalibrationStatus> = None;
+        for link in self.links.values() {
+            if now.saturating_sub(link.last_frame) > horizon {
+                continue;
+            }
+            let v = &link.view;
+            moving |= v.moving;
+            motion = motion.max(v.motion);
+            present |= v.present;
+            cal = Some(least_calibrated(cal, v.calibration));
+        }
+        let e = &mut self.estimates;
+        e.moving = moving;
+        e.motion = motion;
+        e.present = present;
+        if let Some(c) = cal {
+            e.calibrating = c.calibrating();
+            e.calibration = c;
         }
     }
 
@@ -565,8 +604,7 @@ impl Pipeline {
         let mut best_b: Option<(f64, f64)> = None;
         let mut best_h: Option<(f64, f64)> = None;
         let mut best_r: Option<(f64, f64)> = None;
-        let mut any_calibrating = false;
-        let mut progress: Option<f64> = None;
+        let mut cal: Option<CalibrationStatus> = None;
         let mut wave_snr = f64::NEG_INFINITY;
         let mut any_settling = false;
         let mut detail: Option<(&(String, usize), f64)> = None;
@@ -589,13 +627,7 @@ impl Pipeline {
                 rate += r;
             }
             let v = &link.view;
-            any_calibrating |= v.calibrating;
-            if v.calibrating {
-                progress = Some(progress.map_or(v.calibration_progress, |p: f64| {
-                    p.min(v.calibration_progress)
-                }));
-                e.calibration_hold = e.calibration_hold.or(v.calibration_hold);
-            }
+            cal = Some(least_calibrated(cal, v.calibration));
             if v.present {
                 e.still_s = e.still_s.max(v.still_s);
             }
@@ -616,12 +648,8 @@ impl Pipeline {
         }
         self.detail_link = detail.map(|(k, _)| k.clone());
         e.rate_hz = (rate > 0.0).then_some(rate);
-        e.calibrating = any_calibrating || e.links == 0;
-        e.calibration_progress = if e.links == 0 {
-            0.0
-        } else {
-            progress.unwrap_or(1.0)
-        };
+        e.calibration = cal.unwrap_or_default();
+        e.calibrating = e.calibration.calibrating() || e.links == 0;
         if e.present {
             e.breathing_bpm = best_b.map(|b| b.0);
             e.heart_bpm = best_h.map(|h| h.0);
@@ -695,11 +723,68 @@ impl Pipeline {
     /// Forgets the learned background and starts a new calibration.
     pub fn recalibrate(&mut self) {
         for link in self.links.values_mut() {
-            link.presence.recalibrate();
+            link.motion.recalibrate();
             link.still.recalibrate();
             link.range.reset();
+            link.view.calibration = link.motion.calibration();
         }
         self.estimates.calibrating = self.config.calibration_s > 0.0;
+        if let Some(c) = self
+            .links
+            .values()
+            .map(|l| l.view.calibration)
+            .reduce(|a, b| least_calibrated(Some(a), b))
+        {
+            self.estimates.calibration = c;
+        }
+    }
+
+    /// Every link's calibration: node id, subcarriers, status.
+    pub fn link_calibrations(&self) -> Vec<LinkCalibration> {
+        let mut v: Vec<LinkCalibration> = self
+            .links
+            .iter()
+            .map(|((node, n), l)| LinkCalibration {
+                node_id: node.clone(),
+                subcarriers: *n,
+                status: l.motion.calibration(),
+            })
+            .collect();
+        v.sort_by(|a, b| {
+            a.node_id
+                .cmp(&b.node_id)
+                .then(a.subcarriers.cmp(&b.subcarriers))
+        });
+        v
+    }
+}
+
+/// One link's calibration, for diagnostics.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LinkCalibration {
+    pub node_id: String,
+    pub subcarriers: usize,
+    pub status: CalibrationStatus,
+}
+
+/// The less advanced of two calibrations (a link still collecting before a calibrated one).
+fn least_calibrated(a: Option<CalibrationStatus>, b: CalibrationStatus) -> CalibrationStatus {
+    let rank = |c: &CalibrationStatus| match c.phase {
+        CalibrationPhase::WarmingUp => 0,
+        CalibrationPhase::Collecting => 1,
+        CalibrationPhase::Calibrated => 2,
+        CalibrationPhase::Disabled => 3,
+    };
+    match a {
+        None => b,
+        Some(a) => {
+            let (ra, rb) = (rank(&a), rank(&b));
+            if rb < ra || (rb == ra && b.progress < a.progress) {
+                b
+            } else {
+                a
+            }
+        }
     }
 }
 

@@ -18,8 +18,8 @@ use crate::engine::routes;
 use crate::engine::runner::Snapshot;
 use crate::hub::diagnostics::NodeHealthView;
 use crate::hub::registry::{CountersView, NodeView};
+use crate::sensing::calibration::WaitReason;
 use crate::sensing::pipeline::{Estimates, PipelineConfig};
-use crate::sensing::presence::CalibrationHold;
 use crate::sensing::vitals::{BREATH_GATES, GRID_HZ, HEART_GATES, VitalsConfig};
 
 /// Why a vital is `null`.
@@ -63,7 +63,8 @@ pub struct Calibration {
     pub calibrating: bool,
     /// 0..1
     pub progress: f64,
-    pub hold: Option<CalibrationHold>,
+    /// Why calibration is not progressing, if it is not.
+    pub hold: Option<WaitReason>,
     /// Seconds of quiet a calibration needs.
     pub needs_s: f64,
     /// How long it has been calibrating with frames arriving.
@@ -225,20 +226,20 @@ pub fn calibration(e: &Estimates, fresh: bool, for_s: Option<f64>) -> Calibratio
         format!(
             "Not finished after {:.0} s: {}.",
             for_s.unwrap_or(0.0),
-            hold_sentence(e.calibration_hold)
+            hold_sentence(e.calibration.reason)
         )
-    } else if e.calibration_hold.is_some() {
+    } else if e.calibration.reason.is_some() {
         format!(
-            "Learning the empty room; it started over because {}.",
-            hold_sentence(e.calibration_hold)
+            "Learning the empty room; waiting because {}.",
+            hold_sentence(e.calibration.reason)
         )
     } else {
         format!("Learning the empty room: {needs_s:.0} s of quiet are needed.")
     };
     Calibration {
         calibrating: e.calibrating,
-        progress: (e.calibration_progress.clamp(0.0, 1.0) * 100.0).round() / 100.0,
-        hold: e.calibration_hold.filter(|_| e.calibrating),
+        progress: (e.calibration.progress.clamp(0.0, 1.0) * 100.0).round() / 100.0,
+        hold: e.calibration.reason.filter(|_| e.calibrating),
         needs_s,
         for_s: for_s.map(round1),
         stuck,
@@ -343,6 +344,7 @@ pub fn state(i: Inputs<'_>) -> State {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sensing::calibration::{CalibrationPhase, CalibrationStatus};
 
     #[test]
     fn every_null_has_its_reason() {
@@ -379,13 +381,19 @@ mod tests {
     fn calibration_says_why_it_is_not_done() {
         let e = Estimates {
             calibrating: true,
-            calibration_progress: 0.4,
-            calibration_hold: Some(CalibrationHold::Breathing),
+            calibration: CalibrationStatus {
+                phase: CalibrationPhase::Collecting,
+                progress: 0.4,
+                reason: Some(WaitReason::Motion),
+                recalibrating: false,
+                needed_s: 10.0,
+            },
             ..Estimates::default()
         };
         let c = calibration(&e, true, Some(90.0));
         assert!(c.stuck);
-        assert!(c.detail.contains("breathing"), "{}", c.detail);
+        assert!(c.detail.contains("moving"), "{}", c.detail);
+        assert_eq!(c.hold, Some(WaitReason::Motion));
         assert_eq!(c.progress, 0.4);
         assert!(!calibration(&e, true, Some(10.0)).stuck);
     }

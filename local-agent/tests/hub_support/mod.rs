@@ -26,7 +26,6 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_local-agent");
 #[derive(Clone)]
 pub struct RigOptions {
     pub token: Option<&'static str>,
-    pub allow: String,
     pub registry: RegistryConfig,
     /// Start an engine on the hub source.
     pub engine: bool,
@@ -36,7 +35,6 @@ impl Default for RigOptions {
     fn default() -> Self {
         Self {
             token: None,
-            allow: String::new(),
             registry: RegistryConfig::default(),
             engine: true,
         }
@@ -73,7 +71,6 @@ impl Rig {
             port: 0,
             csi_port: 0,
             token: TokenRule::new(options.token),
-            allow: local_agent::hub::auth::parse_allow_list(&options.allow).expect("allow list"),
             registry: options.registry,
             ..HubConfig::default()
         };
@@ -163,6 +160,7 @@ pub fn emulate(
         speed: Some(speed),
         token: token.map(str::to_string),
         node_id: None,
+        hub: None,
     });
     Emulation {
         stop,

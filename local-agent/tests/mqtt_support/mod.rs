@@ -471,6 +471,8 @@ impl Agent {
             .env("SERVICE_ENGINE_PORT", self.port.to_string())
             .env("SERVICE_SENTINEL_PORT", self.hub_port.to_string())
             .env("SERVICE_CSI_PORT", self.csi_port.to_string())
+            // Port 0: the live view on a free port, never the user-facing default (8798).
+            .env("SERVICE_VIEW_PORT", "0")
             .env("RUST_LOG", "local_agent=info,rumqttc=warn")
             .env_remove("SERVICE_ALERT_WEBHOOK")
             .env_remove("SERVICE_ALERT_CA")

@@ -130,7 +130,11 @@ export class Client {
 
   // --- connections ----------------------------------------------------------------------------
 
-  /** A one-time connect link for `app`: send the user to `url`. */
+  /**
+   * A one-time connect link for `app`: send the user to `url`. `redirectUrl`, where the page
+   * sends the browser when done, must be `https` (plain `http` only to localhost/127.0.0.0/8/[::1]);
+   * anything else is an `invalid_request` error.
+   */
   connect(app, { label, redirectUrl } = {}) {
     const body = {};
     if (label !== undefined) body.label = label;

@@ -361,6 +361,55 @@ fn valid_param(v: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_')
 }
 
+/// The OpenAPI schema's `maxLength`, checked here too for callers that skip the router.
+const MAX_REDIRECT_URL: usize = 2000;
+
+/// Whether `host` is this machine: `localhost` (and its subdomains, RFC 6761), `127.0.0.0/8`
+/// or `::1`. Only these may take a plain-`http` redirect, for development.
+fn is_loopback_host(host: &url::Host<&str>) -> bool {
+    match host {
+        url::Host::Domain(name) => {
+            let name = name.trim_end_matches('.');
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        url::Host::Ipv4(v4) => v4.is_loopback(),
+        url::Host::Ipv6(v6) => v6.is_loopback(),
+    }
+}
+
+/// Checks where the hosted connect page may send the browser back to: an absolute `https` URL
+/// (plain `http` only to a loopback host, for development), without user info, at most
+/// 2000 bytes. The page re-checks the stored value before redirecting, so a link stored under
+/// an older rule can never turn into an open redirect. The error names the rule broken.
+pub fn check_redirect_url(raw: &str) -> Result<url::Url, String> {
+    if raw.len() > MAX_REDIRECT_URL {
+        return Err(format!(
+            "redirect_url must be at most {MAX_REDIRECT_URL} bytes"
+        ));
+    }
+    let url = url::Url::parse(raw)
+        .map_err(|_| "redirect_url must be an absolute https URL".to_owned())?;
+    let host = url
+        .host()
+        .ok_or_else(|| "redirect_url must be an absolute https URL with a host".to_owned())?;
+    match url.scheme() {
+        "https" => {}
+        "http" if is_loopback_host(&host) => {}
+        "http" => {
+            return Err(
+                "redirect_url must use https (plain http is allowed only for localhost, \
+                 127.0.0.0/8 and [::1])"
+                    .into(),
+            );
+        }
+        other => return Err(format!("redirect_url must use https, not {other:?}")),
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("redirect_url must not carry user info (user:password@)".into());
+    }
+    Ok(url)
+}
+
 /// The label, redirect URL and template parameters of a new link, checked.
 pub fn check_link_request(
     label: Option<&str>,
@@ -375,14 +424,7 @@ pub fn check_link_request(
         )));
     }
     if let Some(r) = redirect_url {
-        match url::Url::parse(r) {
-            Ok(u) if matches!(u.scheme(), "https" | "http") && u.host_str().is_some() => {}
-            _ => {
-                return Err(ConnectError::Invalid(
-                    "redirect_url must be an absolute http(s) URL".into(),
-                ));
-            }
-        }
+        check_redirect_url(r).map_err(ConnectError::Invalid)?;
     }
     if let Some((k, _)) = params
         .iter()
@@ -492,5 +534,41 @@ impl Connection {
             && self
                 .token_expires_ms
                 .is_none_or(|e| e - now_ms > REFRESH_AHEAD_MS)
+    }
+}
+
+#[cfg(test)]
+mod redirect_tests {
+    use super::check_redirect_url;
+
+    #[test]
+    fn redirect_urls_are_https_or_loopback_http() {
+        for ok in [
+            "https://app.example.com/cb?x=1",
+            "http://localhost:3000/cb",
+            "http://dev.localhost/cb",
+            "http://127.0.0.1/cb",
+            "http://127.9.9.9:8080/cb",
+            "http://[::1]:3000/cb",
+        ] {
+            assert!(check_redirect_url(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://example.com/cb",
+            "http://10.0.0.1/cb",
+            "http://localhost.evil.example/",
+            "http://[::2]/",
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "file:///etc/passwd",
+            "//evil.example/",
+            "https://user@app.example.com/",
+            "https://:pw@app.example.com/",
+            "",
+        ] {
+            assert!(check_redirect_url(bad).is_err(), "{bad}");
+        }
+        let long = format!("https://a.example/{}", "x".repeat(2000));
+        assert!(check_redirect_url(&long).is_err());
     }
 }

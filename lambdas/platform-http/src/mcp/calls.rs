@@ -1,6 +1,7 @@
 //! The MCP tools' handlers: each validates its arguments against its input schema, calls the same
 //! service as its REST twin, and answers a structured result. Invalid input and refusals are
-//! results with `isError: true` (never protocol errors), so a model can correct itself; a run
+//! results with `isError: true` (not protocol errors), so a model can correct itself; only an
+//! unknown tool name is a JSON-RPC error (-32602, in `call_tool`), as MCP says. A run
 //! that needs a connection is a normal result with the link.
 
 use platform_domain::accounts::Principal;
@@ -57,11 +58,9 @@ impl Hub {
         name: &str,
         args: &Value,
     ) -> CallToolResult {
+        // call_tool answers unknown names with -32602 before they get here.
         let Some(validator) = self.tools.validators.get(name) else {
-            return failed(format!(
-                "No tool {name:?}; the tools are search_apps, connect_app, list_connections, \
-                 find_tools, get_tool and run_tool."
-            ));
+            return failed(format!("No tool {name:?}."));
         };
         let errors = violations(validator, args);
         if !errors.is_empty() {

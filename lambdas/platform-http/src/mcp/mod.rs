@@ -72,6 +72,18 @@ impl ServerHandler for Hub {
             .and_then(|p| p.extensions.get::<Principal>())
             .cloned()
             .ok_or_else(|| ErrorData::internal_error("request without a principal", None))?;
+        // An unknown tool is the caller's protocol mistake, not a tool outcome: MCP answers it
+        // with JSON-RPC -32602 (invalid params). Known tools' refusals stay `isError` results.
+        if !self.tools.validators.contains_key(request.name.as_ref()) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "Unknown tool {:?}; the tools are search_apps, connect_app, \
+                     list_connections, find_tools, get_tool and run_tool.",
+                    request.name
+                ),
+                None,
+            ));
+        }
         let args = Value::Object(request.arguments.unwrap_or_default());
         Ok(self.call(&principal, &request.name, &args).await.into())
     }

@@ -40,7 +40,7 @@ impl Check for NodesCheck {
                         c.unknown_sender
                     ));
                     fix = format!(
-                        "Add the nodes' IP addresses to SERVICE_CSI_ALLOW (or --csi-allow), or let them prove the token over WebSocket; {} datagrams were refused.",
+                        "Plain UDP is only accepted from this computer: give each node a session (POST /ingest/session with the token, then tagged datagrams; see the README's \"Node sessions\"), or send over WebSocket with the token; {} datagrams were refused.",
                         c.unknown_sender
                     );
                 } else if c.malformed > 0 {

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use super::common::boxed;
 use crate::alerts::config::{CA_ENV, WEBHOOK_ENV};
 use crate::doctor::{Check, CheckFuture, Context, Finding};
+use crate::sensing::calibration::WaitReason;
 use crate::sensing::pipeline::PipelineConfig;
-use crate::sensing::presence::CalibrationHold;
 
 /// Calibration running longer than this (with frames arriving) is stuck.
 pub const CALIBRATION_STUCK_S: f64 = 60.0;
@@ -29,22 +29,26 @@ pub fn calibration_stuck_s() -> f64 {
 /// Calibration that never finishes, and why.
 pub struct CalibrationCheck;
 
-pub fn hold_sentence(hold: Option<CalibrationHold>) -> &'static str {
-    match hold {
-        Some(CalibrationHold::Breathing) => {
-            "someone is in view and breathing, and a person is never learned as the empty room"
+/// Why calibration is not finishing, as the end of a sentence.
+pub fn hold_sentence(reason: Option<WaitReason>) -> &'static str {
+    match reason {
+        Some(WaitReason::Motion) => {
+            "someone is moving in view, and motion is never learned as the empty room (it keeps starting over)"
         }
-        Some(CalibrationHold::Motion) => "motion keeps interrupting it",
-        Some(CalibrationHold::Unsteady) => {
+        Some(WaitReason::Unsteady) => {
             "the signal is not steady enough (interference, a fan, or an unstable node)"
         }
+        Some(WaitReason::WarmingUp) => {
+            "the link started moments ago and its first seconds are skipped"
+        }
+        Some(WaitReason::NoSignal) => "no frames with usable subcarriers arrive",
         None => "it is still collecting quiet data",
     }
 }
 
-fn hold_fix(hold: Option<CalibrationHold>) -> &'static str {
-    match hold {
-        Some(CalibrationHold::Breathing) | Some(CalibrationHold::Motion) => {
+fn hold_fix(reason: Option<WaitReason>) -> &'static str {
+    match reason {
+        Some(WaitReason::Motion) => {
             "Leave the room empty and still for half a minute (pets, fans and curtains move too); presence works on a default threshold meanwhile."
         }
         _ => {
@@ -82,15 +86,15 @@ impl Check for CalibrationCheck {
                 return vec![Finding::ok(id, "The empty-room calibration is done.")];
             }
             let for_s = live.history.calibrating_for().map(|d| d.as_secs_f64());
-            let pct = (e.calibration_progress * 100.0).round();
+            let pct = (e.calibration.progress * 100.0).round();
             match for_s {
                 Some(s) if s > calibration_stuck_s() => vec![Finding::warning(
                     id,
                     format!(
                         "Calibration has not finished after {s:.0} s (it needs {need:.0} s of quiet, {pct:.0}% collected): {}.",
-                        hold_sentence(e.calibration_hold)
+                        hold_sentence(e.calibration.reason)
                     ),
-                    hold_fix(e.calibration_hold),
+                    hold_fix(e.calibration.reason),
                 )],
                 _ => vec![Finding::ok(
                     id,

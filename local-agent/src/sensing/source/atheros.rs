@@ -12,7 +12,7 @@ use crate::sensing::csi::atheros::{
 };
 use crate::sensing::csi::{MAX_LINE_BYTES, ParseError, ParsedFrame};
 
-use super::replay::{LineRead, read_bounded_line};
+use super::lines::{LineRead, read_bounded_line};
 
 /// One record's outcome for replay's counters.
 pub(crate) enum Item {

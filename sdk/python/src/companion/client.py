@@ -144,7 +144,12 @@ class Client:
     # --- connections ----------------------------------------------------------------------------
 
     def connect(self, app: str, *, label: Optional[str] = None, redirect_url: Optional[str] = None) -> ConnectLink:
-        """A one-time connect link for ``app``: send the user to its ``url``."""
+        """A one-time connect link for ``app``: send the user to its ``url``.
+
+        ``redirect_url``, where the page sends the browser when done, must be ``https`` (plain
+        ``http`` only to localhost, 127.0.0.0/8 or [::1]); anything else is an
+        ``invalid_request`` error.
+        """
         body: Dict[str, Any] = {}
         if label is not None:
             body["label"] = label
