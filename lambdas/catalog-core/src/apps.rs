@@ -9,34 +9,8 @@
 //! products people ask for most, then completeness) order the apps. The catalog is small
 //! (about two thousand apps), so this is a scan, well under a millisecond.
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::index::{AppIndex, AppName, NameKind};
 use crate::model::{Catalog, normalise};
-
-/// The words an app is found by.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AppIndex {
-    /// Per app (same order as `Catalog::apps`): its names, normalised (`google sheets`).
-    pub names: Vec<Vec<AppName>>,
-    /// Per app: normalised words of its description and categories.
-    pub words: Vec<Vec<String>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AppName {
-    pub text: String,
-    pub kind: NameKind,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum NameKind {
-    /// The slug or the title.
-    Own,
-    /// An alias people use.
-    Alias,
-    /// An id an earlier catalog gave one of the app's documents.
-    Former,
-}
 
 impl AppIndex {
     /// Builds the index from the apps' slugs, titles, aliases, former ids and descriptions.

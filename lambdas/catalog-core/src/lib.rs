@@ -7,6 +7,7 @@ pub mod apps;
 pub mod embed;
 pub mod example;
 pub mod html;
+pub mod index;
 pub mod model;
 pub mod naming;
 pub mod openapi;

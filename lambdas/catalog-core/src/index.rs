@@ -1,0 +1,121 @@
+//! The search indexes as data: what the catalog artifact stores for tool search (`Index`) and
+//! app search (`AppIndex`). The builders and the query side live in `search` and `apps`, above
+//! the catalog model; keeping the stored shapes here lets the model hold them without importing
+//! the code that reads the model.
+
+use serde::{Deserialize, Serialize};
+
+pub const NFIELDS: usize = 7;
+
+/// The words an app is found by.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AppIndex {
+    /// Per app (same order as `Catalog::apps`): its names, normalised (`google sheets`).
+    pub names: Vec<Vec<AppName>>,
+    /// Per app: normalised words of its description and categories.
+    pub words: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppName {
+    pub text: String,
+    pub kind: NameKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NameKind {
+    /// The slug or the title.
+    Own,
+    /// An alias people use.
+    Alias,
+    /// An id an earlier catalog gave one of the app's documents.
+    Former,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Index {
+    /// Sorted vocabulary (stemmed terms).
+    pub(crate) terms: Vec<String>,
+    /// Postings of `terms[i]` are `post_start[i]..post_start[i + 1]`, sorted by document.
+    pub(crate) post_start: Vec<u32>,
+    #[serde(with = "flat::u32s")]
+    pub(crate) post_doc: Vec<u32>,
+    #[serde(with = "flat::fields")]
+    pub(crate) post_tf: Vec<[u8; NFIELDS]>,
+    #[serde(with = "flat::fields")]
+    pub(crate) doc_len: Vec<[u8; NFIELDS]>,
+    pub(crate) avg_len: [f32; NFIELDS],
+    /// Sorted alias keys (stemmed words joined by spaces) with the apps they name and how
+    /// strong the alias is (2: the app's own name or a hand-made alias; 1: derived from a
+    /// title, brand or service).
+    pub(crate) aliases: Vec<(String, Vec<u32>, u8)>,
+    pub(crate) max_alias_words: u32,
+}
+
+/// The index's large arrays as single byte blobs in the artifact: decoding millions of postings
+/// one serde element at a time is most of a cold start, copying bytes is not.
+mod flat {
+    use super::NFIELDS;
+    use serde::de::{Error, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    struct Bytes;
+
+    impl<'de> Visitor<'de> for Bytes {
+        type Value = Vec<u8>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a byte string")
+        }
+        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(v.to_vec())
+        }
+        fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(v)
+        }
+    }
+
+    pub mod u32s {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(v: &[u32], s: S) -> Result<S::Ok, S::Error> {
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            s.serialize_bytes(&bytes)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
+            let bytes = d.deserialize_bytes(Bytes)?;
+            if bytes.len() % 4 != 0 {
+                return Err(D::Error::custom("u32 array of odd length"));
+            }
+            Ok(bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect())
+        }
+    }
+
+    pub mod fields {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(v: &[[u8; NFIELDS]], s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(v.as_flattened())
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Vec<[u8; NFIELDS]>, D::Error> {
+            let bytes = d.deserialize_bytes(Bytes)?;
+            if bytes.len() % NFIELDS != 0 {
+                return Err(D::Error::custom("field array of odd length"));
+            }
+            Ok(bytes
+                .chunks_exact(NFIELDS)
+                .map(|c| {
+                    let mut a = [0u8; NFIELDS];
+                    a.copy_from_slice(c);
+                    a
+                })
+                .collect())
+        }
+    }
+}
