@@ -72,19 +72,54 @@ pub struct AppHit {
 /// Edit distance with adjacent transpositions (optimal string alignment), bounded: answers
 /// `max + 1` as soon as it is exceeded.
 fn edit_distance(a: &str, b: &str, max: usize) -> usize {
-    // Most pairs differ in length by more than the budget: answer before allocating.
-    if a.chars().count().abs_diff(b.chars().count()) > max {
+    edit_distance_chars(a.chars(), b.chars(), max)
+}
+
+/// Names and query words are short: up to this many characters the distance runs on the stack.
+/// App search calls it for most names of the catalog on every typo-tolerant query, and the
+/// allocations were most of that query's time.
+const STACK_CHARS: usize = 48;
+
+/// [`edit_distance`] over any two character sequences (a name with its spaces skipped, say),
+/// without allocating when both fit [`STACK_CHARS`].
+fn edit_distance_chars<A, B>(a: A, b: B, max: usize) -> usize
+where
+    A: Iterator<Item = char> + Clone,
+    B: Iterator<Item = char> + Clone,
+{
+    let (la, lb) = (a.clone().count(), b.clone().count());
+    // Most pairs differ in length by more than the budget: answer before any work.
+    if la.abs_diff(lb) > max {
         return max + 1;
     }
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev2: Vec<usize> = vec![0; b.len() + 1];
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
+    if la <= STACK_CHARS && lb <= STACK_CHARS {
+        let (mut ab, mut bb) = (['\0'; STACK_CHARS], ['\0'; STACK_CHARS]);
+        ab.iter_mut().zip(a).for_each(|(d, c)| *d = c);
+        bb.iter_mut().zip(b).for_each(|(d, c)| *d = c);
+        let mut rows = [[0usize; STACK_CHARS + 1]; 3];
+        let [r0, r1, r2] = &mut rows;
+        osa(&ab[..la], &bb[..lb], max, [r0, r1, r2])
+    } else {
+        let (a, b): (Vec<char>, Vec<char>) = (a.collect(), b.collect());
+        let mut rows = vec![vec![0usize; lb + 1]; 3];
+        let [r0, r1, r2] = rows.as_mut_slice() else {
+            return max + 1;
+        };
+        osa(&a, &b, max, [r0, r1, r2])
+    }
+}
+
+/// The distance proper, over three caller-provided rows of at least `b.len() + 1` cells.
+fn osa(a: &[char], b: &[char], max: usize, rows: [&mut [usize]; 3]) -> usize {
+    let [mut prev2, mut prev, mut cur] = rows;
+    let n = b.len();
+    for (j, cell) in prev[..=n].iter_mut().enumerate() {
+        *cell = j;
+    }
     for i in 1..=a.len() {
         cur[0] = i;
         let mut row_min = cur[0];
-        for j in 1..=b.len() {
+        for j in 1..=n {
             let cost = usize::from(a[i - 1] != b[j - 1]);
             cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
@@ -98,7 +133,7 @@ fn edit_distance(a: &str, b: &str, max: usize) -> usize {
         std::mem::swap(&mut prev2, &mut prev);
         std::mem::swap(&mut prev, &mut cur);
     }
-    prev[b.len()].min(max + 1)
+    prev[n].min(max + 1)
 }
 
 /// Typos tolerated in a word of this length.
@@ -163,7 +198,8 @@ fn name_score(query: &str, compact_q: &str, qwords: &[&str], name: &str) -> Opti
     }
     // A typo of the whole name, spaces ignored ("gogle calendar", "twillio").
     let budget = typo_budget(compact_q.len());
-    if budget > 0 && edit_distance(compact_q, &name.replace(' ', ""), budget) <= budget {
+    let name_chars = name.chars().filter(|&c| c != ' ');
+    if budget > 0 && edit_distance_chars(compact_q.chars(), name_chars, budget) <= budget {
         return Some(2.5);
     }
     None
@@ -238,6 +274,12 @@ mod tests {
         assert_eq!(edit_distance("stirpe", "stripe", 2), 1);
         assert_eq!(edit_distance("slak", "slack", 2), 1);
         assert!(edit_distance("github", "gitlab", 1) > 1);
+        assert_eq!(edit_distance("", "ab", 2), 2);
+        // Past the stack buffer the same answers come from the heap path.
+        let long = "a".repeat(STACK_CHARS + 5);
+        let typo = format!("{}b", "a".repeat(STACK_CHARS + 4));
+        assert_eq!(edit_distance(&long, &typo, 2), 1);
+        assert_eq!(edit_distance(&long, "a", 2), 3);
     }
 
     #[test]
