@@ -318,6 +318,30 @@ pub fn normalise(s: &str) -> String {
     out
 }
 
+/// The core's postcard bytes. The builder records the uncompressed size in the frame, so the
+/// loader decompresses into one buffer of exactly that size: growing a buffer while streaming
+/// copied the core several times and touched twice its memory, which was a third of a cold
+/// start. A frame without a size (an artifact from an older builder) still streams.
+fn decompress_core(core: &[u8]) -> Result<Vec<u8>, CatalogError> {
+    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(core) {
+        if size > MAX_UNCOMPRESSED {
+            return Err(CatalogError::TooLarge);
+        }
+        let size = usize::try_from(size).map_err(|_| CatalogError::TooLarge)?;
+        return zstd::bulk::decompress(core, size).map_err(CatalogError::Decompress);
+    }
+    let decoder = zstd::stream::read::Decoder::new(core).map_err(CatalogError::Decompress)?;
+    let mut raw = Vec::new();
+    decoder
+        .take(MAX_UNCOMPRESSED + 1)
+        .read_to_end(&mut raw)
+        .map_err(CatalogError::Decompress)?;
+    if raw.len() as u64 > MAX_UNCOMPRESSED {
+        return Err(CatalogError::TooLarge);
+    }
+    Ok(raw)
+}
+
 impl Catalog {
     /// Reads and decodes an artifact written by [`Catalog::to_artifact`].
     pub fn load(path: &Path) -> Result<Catalog, CatalogError> {
@@ -355,16 +379,7 @@ impl Catalog {
             .and_then(|l| core_start.checked_add(l))
             .filter(|&e| e <= bytes.len())
             .ok_or(CatalogError::Truncated)?;
-        let decoder = zstd::stream::read::Decoder::new(&bytes[core_start..core_end])
-            .map_err(CatalogError::Decompress)?;
-        let mut raw = Vec::new();
-        decoder
-            .take(MAX_UNCOMPRESSED + 1)
-            .read_to_end(&mut raw)
-            .map_err(CatalogError::Decompress)?;
-        if raw.len() as u64 > MAX_UNCOMPRESSED {
-            return Err(CatalogError::TooLarge);
-        }
+        let raw = decompress_core(&bytes[core_start..core_end])?;
         let mut catalog: Catalog = postcard::from_bytes(&raw)?;
         catalog.embedding.index();
         catalog.schema_blob = bytes.split_off(core_end);
@@ -380,8 +395,8 @@ impl Catalog {
     /// Encodes the catalog as an artifact (the core compressed at `level`).
     pub fn to_artifact(&self, level: i32) -> Result<Vec<u8>, CatalogError> {
         let raw = postcard::to_allocvec(self)?;
-        let core =
-            zstd::stream::encode_all(raw.as_slice(), level).map_err(CatalogError::Compress)?;
+        // One frame with its content size, so the loader decompresses into one exact buffer.
+        let core = zstd::bulk::compress(raw.as_slice(), level).map_err(CatalogError::Compress)?;
         let mut out = MAGIC.to_vec();
         out.extend(FORMAT_VERSION.to_le_bytes());
         out.extend((core.len() as u64).to_le_bytes());
@@ -616,6 +631,48 @@ pub(crate) mod tests {
             server.resolve(&|_| Some("eu".into())),
             "https://eu.acme.com"
         );
+    }
+
+    /// The artifact's core as the loader finds it: a frame with or without its content size.
+    fn artifact_with_core(cat: &Catalog, core: Vec<u8>) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend(FORMAT_VERSION.to_le_bytes());
+        out.extend((core.len() as u64).to_le_bytes());
+        out.extend(core);
+        out.extend(&cat.schema_blob);
+        out
+    }
+
+    #[test]
+    fn cores_with_and_without_a_recorded_size_load_and_a_huge_claim_is_refused() {
+        let cat = tiny();
+        let raw = postcard::to_allocvec(&cat).unwrap();
+        // What the builder writes now: the size is in the frame header.
+        let sized = zstd::bulk::compress(&raw, 3).unwrap();
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&sized).unwrap(),
+            Some(raw.len() as u64)
+        );
+        // What earlier builders wrote: a streamed frame, no size.
+        let streamed = zstd::stream::encode_all(raw.as_slice(), 3).unwrap();
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&streamed).unwrap(),
+            None
+        );
+        for core in [sized, streamed] {
+            let back = Catalog::from_bytes(artifact_with_core(&cat, core)).unwrap();
+            assert_eq!(back.apps, cat.apps);
+        }
+        // A frame that claims more than the loader accepts is refused before allocating it.
+        use std::io::Write;
+        let mut enc = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
+        enc.set_pledged_src_size(Some(MAX_UNCOMPRESSED + 1))
+            .unwrap();
+        enc.include_contentsize(true).unwrap();
+        enc.write_all(&[0u8; 16]).unwrap();
+        let liar = enc.flush().map(|_| enc.get_ref().clone()).unwrap();
+        let err = Catalog::from_bytes(artifact_with_core(&cat, liar)).unwrap_err();
+        assert!(matches!(err, CatalogError::TooLarge), "{err}");
     }
 
     #[test]
