@@ -407,6 +407,13 @@ fn rank(
         .enumerate()
         .filter(|(_, t)| t.app_word)
         .fold(0, |bits, (bit, _)| bits | 1 << bit);
+    // The side-operation words the request did not ask for, decided once per query rather than
+    // by stemming every candidate's name words (common-word queries have tens of thousands).
+    let penalised: Vec<&str> = MODIFIERS
+        .iter()
+        .copied()
+        .filter(|w| !query_stems.iter().any(|q| q == &text::stem(w)))
+        .collect();
     let mut cands: Vec<(f32, u32)> = Vec::new();
     for (d, &m) in mask.iter().enumerate() {
         if m & !app_bits == 0 {
@@ -432,7 +439,7 @@ fn rank(
         // Side operations (usage, stats, templates…) rank behind the operation itself unless
         // the request asks for them.
         for w in tool.name.rsplit('.').next().unwrap_or("").split('_') {
-            if MODIFIERS.contains(&w) && !query_stems.iter().any(|q| q == &text::stem(w)) {
+            if penalised.contains(&w) {
                 s *= MODIFIER_PENALTY;
             }
         }
