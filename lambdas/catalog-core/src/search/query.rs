@@ -436,15 +436,27 @@ fn rank(
         // Fewer parameters in the path: the direct operation before its nested copies
         // (`/me/messages/{id}/reply` before `/me/mailFolders/{id}/messages/{id}/reply`).
         s *= DEPTH_DECAY.powi(tool.path.matches('{').count().min(8) as i32);
-        // Side operations (usage, stats, templates…) rank behind the operation itself unless
-        // the request asks for them.
-        for w in tool.name.rsplit('.').next().unwrap_or("").split('_') {
-            if penalised.contains(&w) {
-                s *= MODIFIER_PENALTY;
-            }
-        }
         cands.push((s, d as u32));
     }
+    // Side operations (usage, stats, templates…) rank behind the operation itself unless the
+    // request asks for them. The penalty only lowers a score, so across the catalog it is
+    // applied to the best candidates first (see `penalise_best`).
+    let side_penalty = |d: u32| {
+        let name = &cat.tools[d as usize].name;
+        name.rsplit('.')
+            .next()
+            .unwrap_or("")
+            .split('_')
+            .filter(|w| penalised.contains(w))
+            .fold(1.0f32, |p, _| p * MODIFIER_PENALTY)
+    };
+    let keep = match (scope, &semantic) {
+        (Scope::All, Some(_)) => GLOBAL_RERANK.max(limit),
+        (Scope::All, None) => limit,
+        // Inside an app the fusion normalises by the best score of all candidates: keep all.
+        (Scope::Ranges(_), _) => usize::MAX,
+    };
+    penalise_best(&mut cands, keep, side_penalty);
     // Inside an app the embedding may add tools no word matched, but only where some word of
     // the request matched a tool of the app (or the caller chose the app): a request the app's
     // tools know nothing about falls through to the whole catalog and its floor.
@@ -495,6 +507,33 @@ fn rank(
     (hits, None)
 }
 
+/// Multiplies candidates' scores by `penalty` (at most 1) and drops candidates that can no
+/// longer be among the best `keep`. Common-word queries over the whole catalog have tens of
+/// thousands of candidates and the penalty reads each one's name; since it never raises a score,
+/// it is applied to the best `4 × keep` by the unpenalised score, and the rest are dropped only
+/// when the `keep`-th penalised score is still strictly above the best of them (else every
+/// candidate is penalised, so the answer is always the same as penalising all).
+fn penalise_best(cands: &mut Vec<(f32, u32)>, keep: usize, penalty: impl Fn(u32) -> f32) {
+    let first = keep.saturating_mul(4);
+    if keep == 0 || cands.len() <= first {
+        cands.iter_mut().for_each(|c| c.0 *= penalty(c.1));
+        return;
+    }
+    cands.select_nth_unstable_by(first - 1, order);
+    let rest_best = cands[first..]
+        .iter()
+        .map(|c| c.0)
+        .fold(f32::NEG_INFINITY, f32::max);
+    cands[..first].iter_mut().for_each(|c| c.0 *= penalty(c.1));
+    let mut top: Vec<f32> = cands[..first].iter().map(|c| c.0).collect();
+    top.select_nth_unstable_by(keep - 1, |a, b| b.total_cmp(a));
+    if top[keep - 1] > rest_best {
+        cands.truncate(first);
+    } else {
+        cands[first..].iter_mut().for_each(|c| c.0 *= penalty(c.1));
+    }
+}
+
 fn order(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
     b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
 }
@@ -539,4 +578,43 @@ fn fuse(cat: &Catalog, mut cands: Vec<(f32, u32)>, q: &[f32], scope: &Scope) -> 
 
 fn idf_weight(idx: &Index, t: usize) -> f32 {
     idx.idf(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The best `keep` after `penalise_best` are exactly the best `keep` after penalising every
+    /// candidate, whether or not the shortcut applies.
+    #[test]
+    fn penalising_the_best_first_answers_as_penalising_all() {
+        // A small deterministic generator: scores in 0..1, some tied, penalties of 1, 0.8, 0.64.
+        let mut seed = 0x9e37_79b9_u32;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        for round in 0..200 {
+            let n = 1 + (next() % 3000) as usize;
+            let keep = 1 + (next() % 60) as usize;
+            let cands: Vec<(f32, u32)> = (0..n as u32)
+                .map(|d| (f32::from((next() % 500) as u16) / 500.0, d))
+                .collect();
+            let pens: Vec<f32> = (0..n)
+                .map(|_| [1.0, 1.0, 0.8, 0.64][(next() % 4) as usize])
+                .collect();
+            let penalty = |d: u32| pens[d as usize];
+            let mut all = cands.clone();
+            all.iter_mut().for_each(|c| c.0 *= penalty(c.1));
+            all.sort_by(order);
+            all.truncate(keep);
+            let mut fast = cands.clone();
+            penalise_best(&mut fast, keep, penalty);
+            fast.sort_by(order);
+            fast.truncate(keep);
+            assert_eq!(fast, all, "round {round}: n {n}, keep {keep}");
+        }
+    }
 }
