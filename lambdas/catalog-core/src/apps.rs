@@ -96,12 +96,16 @@ where
         let (mut ab, mut bb) = (['\0'; STACK_CHARS], ['\0'; STACK_CHARS]);
         ab.iter_mut().zip(a).for_each(|(d, c)| *d = c);
         bb.iter_mut().zip(b).for_each(|(d, c)| *d = c);
-        let mut rows = [[0usize; STACK_CHARS + 1]; 3];
+        let mut rows = [[0u16; STACK_CHARS + 1]; 3];
         let [r0, r1, r2] = &mut rows;
         osa(&ab[..la], &bb[..lb], max, [r0, r1, r2])
     } else {
+        // Cells are u16: a distance between texts this long is never within a typo budget.
+        if la.max(lb) >= usize::from(u16::MAX) {
+            return max + 1;
+        }
         let (a, b): (Vec<char>, Vec<char>) = (a.collect(), b.collect());
-        let mut rows = vec![vec![0usize; lb + 1]; 3];
+        let mut rows = vec![vec![0u16; lb + 1]; 3];
         let [r0, r1, r2] = rows.as_mut_slice() else {
             return max + 1;
         };
@@ -109,31 +113,35 @@ where
     }
 }
 
-/// The distance proper, over three caller-provided rows of at least `b.len() + 1` cells.
-fn osa(a: &[char], b: &[char], max: usize, rows: [&mut [usize]; 3]) -> usize {
+/// The distance proper, over three caller-provided rows of at least `b.len() + 1` cells (u16:
+/// small rows to clear, and both texts are shorter than `u16::MAX`).
+fn osa(a: &[char], b: &[char], max: usize, rows: [&mut [u16]; 3]) -> usize {
     let [mut prev2, mut prev, mut cur] = rows;
     let n = b.len();
-    for (j, cell) in prev[..=n].iter_mut().enumerate() {
+    for (j, cell) in (0u16..).zip(prev[..=n].iter_mut()) {
         *cell = j;
     }
-    for i in 1..=a.len() {
+    let max16 = u16::try_from(max).unwrap_or(u16::MAX);
+    for (i, &ca) in (1u16..).zip(a) {
+        let iu = usize::from(i);
         cur[0] = i;
         let mut row_min = cur[0];
         for j in 1..=n {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                cur[j] = cur[j].min(prev2[j - 2] + 1);
+            let cost = u16::from(ca != b[j - 1]);
+            let mut v = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if iu > 1 && j > 1 && ca == b[j - 2] && a[iu - 2] == b[j - 1] {
+                v = v.min(prev2[j - 2] + 1);
             }
-            row_min = row_min.min(cur[j]);
+            cur[j] = v;
+            row_min = row_min.min(v);
         }
-        if row_min > max {
+        if row_min > max16 {
             return max + 1;
         }
         std::mem::swap(&mut prev2, &mut prev);
         std::mem::swap(&mut prev, &mut cur);
     }
-    prev[n].min(max + 1)
+    usize::from(prev[n]).min(max + 1)
 }
 
 /// Typos tolerated in a word of this length.
@@ -280,6 +288,52 @@ mod tests {
         let typo = format!("{}b", "a".repeat(STACK_CHARS + 4));
         assert_eq!(edit_distance(&long, &typo, 2), 1);
         assert_eq!(edit_distance(&long, "a", 2), 3);
+    }
+
+    /// The bounded distance agrees with a plain, unbounded one on generated word pairs.
+    #[test]
+    fn bounded_distance_matches_the_textbook_one() {
+        fn reference(a: &[char], b: &[char]) -> usize {
+            let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+            for (i, row) in d.iter_mut().enumerate() {
+                row[0] = i;
+            }
+            for j in 0..=b.len() {
+                d[0][j] = j;
+            }
+            for i in 1..=a.len() {
+                for j in 1..=b.len() {
+                    let cost = usize::from(a[i - 1] != b[j - 1]);
+                    d[i][j] = (d[i - 1][j] + 1)
+                        .min(d[i][j - 1] + 1)
+                        .min(d[i - 1][j - 1] + cost);
+                    if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                        d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+                    }
+                }
+            }
+            d[a.len()][b.len()]
+        }
+        let mut seed = 0x2545_f491_u32;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        for _ in 0..3000 {
+            // Short words over a small alphabet (plus one non-ASCII letter), so typos are common.
+            let mut word = |n: u32| -> String {
+                (0..1 + next() % n)
+                    .map(|_| ['a', 'b', 'c', 'é'][(next() % 4) as usize])
+                    .collect()
+            };
+            let (a, b) = (word(9), word(9));
+            let max = (next() % 4) as usize;
+            let (ac, bc): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+            let want = reference(&ac, &bc).min(max + 1);
+            assert_eq!(edit_distance(&a, &b, max), want, "{a:?} {b:?} max {max}");
+        }
     }
 
     #[test]
