@@ -12,8 +12,8 @@ use catalog_core as core;
 use platform_search::model::{AuthKind, AuthScheme, Method, OAuthFlow};
 
 use super::{
-    AppAuth, AppDetail, AppDocument, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Operation, Page,
-    ToolDef, ToolOutline, decode_cursor, encode_cursor, page_apps,
+    AppAuth, AppDetail, AppDocument, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit,
+    Operation, Page, ToolDef, ToolOutline, decode_cursor, encode_cursor, page_apps,
 };
 
 fn method(m: core::Method) -> Method {
@@ -89,7 +89,9 @@ fn by_name<'a>(c: &'a core::Catalog, name: &str) -> Option<&'a core::App> {
         .iter()
         .filter(|a| {
             core::model::normalise(&a.title) == wanted
-                || a.aliases.iter().any(|x| core::model::normalise(x) == wanted)
+                || a.aliases
+                    .iter()
+                    .any(|x| core::model::normalise(x) == wanted)
         })
         .max_by(|a, b| a.prior.total_cmp(&b.prior))
 }

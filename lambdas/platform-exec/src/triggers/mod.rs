@@ -295,7 +295,11 @@ impl Triggers {
     /// written when a trigger is created and never rewritten.
     pub(crate) fn canonical(&self, mut t: Trigger) -> Trigger {
         t.app = canonical_or_same(self.catalog.as_ref(), &t.app);
-        if let Some(tool) = t.tool.as_deref().and_then(|n| self.catalog.canonical_tool(n)) {
+        if let Some(tool) = t
+            .tool
+            .as_deref()
+            .and_then(|n| self.catalog.canonical_tool(n))
+        {
             t.tool = Some(tool);
         }
         t
