@@ -144,11 +144,13 @@ pub(crate) fn canonical_keys<V>(
         .into_iter()
         .partition(|(k, _)| canonical(k).as_str() == k.as_str());
     for (k, v) in exact.into_iter().chain(former) {
-        let key = canonical(&k);
-        if out.contains_key(&key) {
-            tracing::warn!(app = %k, canonical = %key, "setting for an app given twice; ignored");
-        } else {
-            out.insert(key, v);
+        match out.entry(canonical(&k)) {
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(v);
+            }
+            std::collections::btree_map::Entry::Occupied(e) => {
+                tracing::warn!(app = %k, canonical = %e.key(), "setting for an app given twice; ignored");
+            }
         }
     }
     out

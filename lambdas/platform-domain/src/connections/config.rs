@@ -34,9 +34,9 @@ impl IntegrationConfig {
     /// applying to the product app.
     pub fn canonicalise_apps(&mut self, catalog: &dyn crate::apps::Catalog) {
         let canonical = |a: &str| crate::apps::canonical_or_same(catalog, a);
-        self.oauth.canonicalise(&canonical);
+        self.oauth.canonicalise(canonical);
         self.base_url_overrides =
-            oauth::canonical_keys(std::mem::take(&mut self.base_url_overrides), &canonical);
+            oauth::canonical_keys(std::mem::take(&mut self.base_url_overrides), canonical);
     }
 
     pub fn new(public_base_url: &str, oauth: OAuthApps) -> Result<Self, ConfigError> {
