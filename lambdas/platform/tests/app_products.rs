@@ -696,4 +696,34 @@ async fn connections_runs_and_triggers_stored_under_per_document_ids_keep_workin
     // Nothing was rewritten: the stored items still carry the ids they were written with.
     let raw = p.store.connections(&account).await.unwrap();
     assert_eq!(raw[0].app, "twilio_api_v2010");
+
+    // New items named by a former id are written under the product app: a connect link, and a
+    // trigger using the connection stored under the other document's id.
+    p.clock.advance(1);
+    let r = send(
+        &p.base,
+        post_json(
+            "/api/v1/apps/twilio_messaging_v1/connect",
+            Some(&key),
+            &json!({}),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(
+        (r.body["app"].as_str(), r.body["auth"].as_str()),
+        (Some("twilio"), Some("basic"))
+    );
+    p.clock.advance(1);
+    let body = json!({"app": "twilio_api_v2010", "event": "new_message",
+                      "webhook_url": webhook, "connection_id": second});
+    let r = send(&p.base, post_json("/api/v1/triggers", Some(&key), &body)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_documented(&r, "post", "/triggers");
+    let id = r.body["id"].as_str().unwrap();
+    let stored = p.store.get_trigger(&account, id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.app.as_str(), stored.tool.as_deref()),
+        ("twilio", Some("twilio.list_messages"))
+    );
 }
