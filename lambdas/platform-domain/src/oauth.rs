@@ -124,6 +124,36 @@ impl OAuthApps {
     pub fn get(&self, app: &str) -> Option<&OAuthAppConfig> {
         self.0.get(app)
     }
+
+    /// Keys the clients by the apps' canonical ids, so a client an operator configured under a
+    /// former per-document id (`hubapi_crm`) serves its product app (`hubspot`). An entry under
+    /// the canonical id wins over one under a former id.
+    pub fn canonicalise(&mut self, canonical: impl Fn(&str) -> String) {
+        self.0 = canonical_keys(std::mem::take(&mut self.0), canonical);
+    }
+}
+
+/// `map` re-keyed by `canonical`; where several keys meet, the one already canonical wins, else
+/// the first in key order.
+pub(crate) fn canonical_keys<V>(
+    map: BTreeMap<String, V>,
+    canonical: impl Fn(&str) -> String,
+) -> BTreeMap<String, V> {
+    let mut out: BTreeMap<String, V> = BTreeMap::new();
+    let (exact, former): (Vec<_>, Vec<_>) = map
+        .into_iter()
+        .partition(|(k, _)| canonical(k).as_str() == k.as_str());
+    for (k, v) in exact.into_iter().chain(former) {
+        match out.entry(canonical(&k)) {
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(v);
+            }
+            std::collections::btree_map::Entry::Occupied(e) => {
+                tracing::warn!(app = %k, canonical = %e.key(), "setting for an app given twice; ignored");
+            }
+        }
+    }
+    out
 }
 
 /// 32 random bytes, base64url: a PKCE verifier (43 characters), state or link secret.
@@ -305,6 +335,27 @@ pub fn parse_tokens(config: &OAuthAppConfig, body: &Value) -> Result<TokenSet, T
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn settings_under_former_ids_move_to_the_product_and_the_canonical_one_wins() {
+        let canonical = |a: &str| match a {
+            "hubapi_crm" | "hubapi_cms" => "hubspot".to_owned(),
+            other => other.to_owned(),
+        };
+        let map: BTreeMap<String, u8> = [("hubapi_cms", 1), ("hubapi_crm", 2), ("slack", 3)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        let got = super::canonical_keys(map.clone(), canonical);
+        assert_eq!(
+            got.into_iter().collect::<Vec<_>>(),
+            [("hubspot".to_owned(), 1), ("slack".to_owned(), 3)]
+        );
+        let mut with_product = map;
+        with_product.insert("hubspot".into(), 9);
+        let got = super::canonical_keys(with_product, canonical);
+        assert_eq!(got.get("hubspot"), Some(&9));
+    }
+
     use super::*;
 
     #[test]

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::apps::{AppFilter, AppSummary, Catalog, CatalogError, Page, ToolDef};
+use crate::apps::{AppDetail, AppFilter, AppSummary, Catalog, CatalogError, Page, ToolDef};
 use crate::connections::ConnectionStore;
 use crate::custom::{self, ConnectorStore};
 use crate::error::StoreError;
@@ -74,9 +74,23 @@ impl Toolbox {
         }
     }
 
-    /// Ids of the apps the account has an active connection to.
+    /// Ids of the apps the account has an active connection to, as the catalog names them now
+    /// (a connection stored under a former per-document id counts for its product app).
     pub async fn connected_apps(&self, account: &str) -> Result<HashSet<String>, StoreError> {
-        self.connections.connected_apps(account).await
+        let stored = self.connections.connected_apps(account).await?;
+        Ok(stored
+            .iter()
+            .map(|a| crate::apps::canonical_or_same(self.catalog.as_ref(), a))
+            .collect())
+    }
+
+    /// One app by slug, alias, title or former id, with whether the account has connected it.
+    pub async fn get_app(&self, account: &str, app: &str) -> Result<(AppDetail, bool), ToolsError> {
+        let Some(detail) = self.catalog.app_detail(app) else {
+            return Err(ToolsError::AppNotFound(app.to_owned()));
+        };
+        let connected = self.connected_apps(account).await?.contains(&detail.id);
+        Ok((detail, connected))
     }
 
     /// Catalog apps matching `filter`, each with whether the account has connected it.

@@ -41,8 +41,9 @@ impl Integrations {
         clock: Arc<dyn Clock>,
         sealer: Arc<dyn SecretBox>,
         outbound: Arc<Outbound>,
-        config: IntegrationConfig,
+        mut config: IntegrationConfig,
     ) -> Self {
+        config.canonicalise_apps(catalog.as_ref());
         let deps = ConnectionsDeps {
             store: store.clone(),
             events: store.clone(),

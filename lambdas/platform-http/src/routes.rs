@@ -14,6 +14,7 @@ pub enum Route<'a> {
     OpenApi,
     Catalog,
     Apps,
+    App(&'a str),
     FindTools,
     Tool(&'a str),
     RunTool(&'a str),
@@ -103,12 +104,11 @@ pub fn route(rest: &str) -> Option<Matched<'_>> {
                     Some(tool) => one(Route::RunTool(tool), POST),
                     None => one(Route::Tool(segment(name)?), GET),
                 }
-            } else if let Some(app) = rest
-                .strip_prefix("/apps/")
-                .and_then(|a| a.strip_suffix("/connect"))
-                .and_then(segment)
-            {
-                one(Route::Connect(app), POST)
+            } else if let Some(app) = rest.strip_prefix("/apps/") {
+                match app.strip_suffix("/connect").and_then(segment) {
+                    Some(app) => one(Route::Connect(app), POST),
+                    None => one(Route::App(segment(app)?), GET),
+                }
             } else if let Some(id) = rest.strip_prefix("/connections/").and_then(segment) {
                 one(Route::Connection(id), DELETE)
             } else {
@@ -177,6 +177,10 @@ mod tests {
         assert_eq!(r("/tools/run"), Some(Route::Tool("run")));
         assert_eq!(r("/tools/a/b"), None);
         assert_eq!(r("/apps/slack/connect"), Some(Route::Connect("slack")));
+        assert_eq!(r("/apps/slack"), Some(Route::App("slack")));
+        assert_eq!(r("/apps/connect"), Some(Route::App("connect")));
+        assert_eq!(r("/apps/a/b"), None);
+        assert_eq!(r("/apps/"), None);
         assert_eq!(r("/custom-connectors//refresh"), None);
         assert_eq!(
             r("/custom-connectors/cc_1"),

@@ -78,6 +78,26 @@ export interface App extends AppSummary {
   connection_status: ConnectionStatus;
 }
 
+/** A source document of an app. */
+export interface AppDocument {
+  id: string;
+  title: string;
+  version: string;
+  origin: string;
+  license: string | null;
+}
+
+/** One app in full (`getApp`). */
+export interface AppDetail extends App {
+  aliases: string[];
+  /** Ids earlier catalogs gave its documents; each still names this app. */
+  former_ids: string[];
+  logo_url: string | null;
+  documents: AppDocument[];
+  /** How it connects: `oauth2`, `api_key`, `bearer`, `basic`, `openid_connect`. */
+  auth: string[];
+}
+
 export interface CatalogPage {
   apps: AppSummary[];
   next_cursor: string | null;
@@ -253,6 +273,8 @@ export declare class Client {
   iterCatalog(options?: { category?: string; limit?: number }): AsyncGenerator<AppSummary, void, undefined>;
   apps(options?: { search?: string; cursor?: string; limit?: number }): Promise<AppsPage>;
   iterApps(options?: { search?: string; limit?: number }): AsyncGenerator<App, void, undefined>;
+  /** One app by slug, alias, title or former per-document id; `id` is the canonical slug. */
+  getApp(app: string): Promise<AppDetail>;
 
   connect(app: string, options?: { label?: string; redirectUrl?: string }): Promise<ConnectLink>;
   connections(options?: { app?: string; cursor?: string; limit?: number }): Promise<ConnectionsPage>;

@@ -128,6 +128,14 @@ export class Client {
     return this.#iterate("apps", (cursor) => this.apps({ search, cursor, limit }));
   }
 
+  /**
+   * One app by its slug, an alias or title ("gh", "google sheets") or an id an earlier catalog gave
+   * one of its documents; the answer names the canonical app (`id`), with its documents and auth.
+   */
+  getApp(app) {
+    return this.request("GET", `/apps/${seg(app)}`);
+  }
+
   // --- connections ----------------------------------------------------------------------------
 
   /**

@@ -62,6 +62,21 @@ test("apps search returns the account's connection status", async () => {
   assert.equal(all.length, 6);
 });
 
+test("getApp answers one app with its connection status; an unknown one is a 404", async () => {
+  const app = await client.getApp("slack");
+  assert.equal(app.id, "slack");
+  assert.equal(app.name, "Slack");
+  assert.equal(app.tool_count, 2);
+  assert.equal(app.connection_status, "not_connected");
+  assert.ok(Array.isArray(app.former_ids) && Array.isArray(app.documents) && Array.isArray(app.auth));
+  await assert.rejects(client.getApp("no such app"), (e) => {
+    assert.ok(e instanceof CompanionError);
+    assert.equal(e.status, 404);
+    assert.equal(e.code, "app_not_found");
+    return true;
+  });
+});
+
 test("findTools finds the tool for a plain-language task", async () => {
   const found = await client.findTools("send a message to a slack channel");
   assert.equal(found.tools[0].name, "slack_send_message");

@@ -68,6 +68,16 @@ class PlatformTest(unittest.TestCase):
         self.assertEqual(page["apps"][0]["connection_status"], "not_connected")
         self.assertEqual(len(list(self.client.iter_apps(limit=4))), 6)
 
+    def test_get_app_answers_one_app_and_404_for_an_unknown_one(self) -> None:
+        app = self.client.get_app("slack")
+        self.assertEqual((app["id"], app["name"], app["tool_count"]), ("slack", "Slack", 2))
+        self.assertEqual(app["connection_status"], "not_connected")
+        self.assertIsInstance(app["former_ids"], list)
+        self.assertIsInstance(app["documents"], list)
+        with self.assertRaises(CompanionError) as ctx:
+            self.client.get_app("no such app")
+        self.assertEqual((ctx.exception.status, ctx.exception.code), (404, "app_not_found"))
+
     def test_find_tools_for_a_plain_language_task(self) -> None:
         found = self.client.find_tools("send a message to a slack channel")
         self.assertEqual(found["tools"][0]["name"], "slack_send_message")

@@ -12,8 +12,8 @@ use catalog_core as core;
 use platform_search::model::{AuthKind, AuthScheme, Method, OAuthFlow};
 
 use super::{
-    AppAuth, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Operation, Page,
-    ToolDef, ToolOutline, decode_cursor, encode_cursor, page_apps,
+    AppAuth, AppDetail, AppDocument, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit,
+    Operation, Page, ToolDef, ToolOutline, decode_cursor, encode_cursor, page_apps,
 };
 
 fn method(m: core::Method) -> Method {
@@ -78,6 +78,24 @@ fn summary(c: &core::Catalog, app: &core::App) -> AppSummary {
     }
 }
 
+/// The app whose title or one of whose aliases is `name` (case, spacing and punctuation
+/// ignored); of several, the one people ask for most (highest prior).
+fn by_name<'a>(c: &'a core::Catalog, name: &str) -> Option<&'a core::App> {
+    let wanted = core::model::normalise(name);
+    if wanted.is_empty() {
+        return None;
+    }
+    c.apps
+        .iter()
+        .filter(|a| {
+            core::model::normalise(&a.title) == wanted
+                || a.aliases
+                    .iter()
+                    .any(|x| core::model::normalise(x) == wanted)
+        })
+        .max_by(|a, b| a.prior.total_cmp(&b.prior))
+}
+
 impl Catalog for core::Catalog {
     fn apps(
         &self,
@@ -124,6 +142,52 @@ impl Catalog for core::Catalog {
 
     fn app(&self, id: &str) -> Option<AppSummary> {
         core::Catalog::app(self, id).map(|a| summary(self, a))
+    }
+
+    fn app_detail(&self, id: &str) -> Option<AppDetail> {
+        let app = core::Catalog::app(self, id).or_else(|| by_name(self, id))?;
+        let docs: Vec<&core::Doc> = app
+            .docs
+            .iter()
+            .filter_map(|d| self.docs.get(*d as usize))
+            .collect();
+        let mut auth: Vec<String> = Vec::new();
+        for s in docs.iter().flat_map(|d| d.auth.iter()) {
+            let l = s.kind.label().to_owned();
+            if !auth.contains(&l) {
+                auth.push(l);
+            }
+        }
+        Some(AppDetail {
+            id: app.slug.clone(),
+            name: app.title.clone(),
+            description: app.description.clone(),
+            aliases: app.aliases.clone(),
+            former_ids: app.former_ids.clone(),
+            categories: app.categories.clone(),
+            logo_url: app.logo_url.clone(),
+            documents: docs
+                .iter()
+                .map(|d| AppDocument {
+                    id: d.id.clone(),
+                    title: d.title.clone(),
+                    version: d.version.clone(),
+                    origin: d.origin.clone(),
+                    license: d.license.clone(),
+                })
+                .collect(),
+            tool_count: self.tools_of(app).len(),
+            auth,
+        })
+    }
+
+    fn canonical_app(&self, id: &str) -> Option<String> {
+        core::Catalog::app(self, id).map(|a| a.slug.clone())
+    }
+
+    fn canonical_tool(&self, name: &str) -> Option<String> {
+        // The name index only: no input schema is decompressed.
+        core::Catalog::tool(self, name).map(|t| t.name.clone())
     }
 
     fn tool(&self, name: &str) -> Option<ToolDef> {

@@ -27,6 +27,50 @@ pub struct AppSummary {
     pub tool_count: usize,
 }
 
+/// One app in full, as `GET /apps/{app}` shows it: the canonical app, whichever of its names
+/// (slug, alias, title, former per-document id) it was asked by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppDetail {
+    /// The canonical slug.
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// Other names people use for it ("gh", "ms teams").
+    pub aliases: Vec<String>,
+    /// Ids earlier catalogs gave its documents; they still name this app everywhere.
+    pub former_ids: Vec<String>,
+    pub categories: Vec<String>,
+    pub logo_url: Option<String>,
+    /// The OpenAPI documents its tools come from.
+    pub documents: Vec<AppDocument>,
+    pub tool_count: usize,
+    /// How it connects, deduplicated: `oauth2`, `api_key`, `bearer`, `basic`, `openid_connect`.
+    pub auth: Vec<String>,
+}
+
+/// A source document of an app.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppDocument {
+    pub id: String,
+    pub title: String,
+    pub version: String,
+    /// Where the document came from (package and version, or the vendor's repository).
+    pub origin: String,
+    pub license: Option<String>,
+}
+
+/// The short name of a credential scheme's kind, as [`AppDetail::auth`] lists it.
+pub fn auth_label(kind: &platform_search::model::AuthKind) -> &'static str {
+    use platform_search::model::AuthKind;
+    match kind {
+        AuthKind::ApiKey { .. } => "api_key",
+        AuthKind::Http { scheme } if scheme.eq_ignore_ascii_case("basic") => "basic",
+        AuthKind::Http { .. } => "bearer",
+        AuthKind::OAuth2 { .. } => "oauth2",
+        AuthKind::OpenIdConnect { .. } => "openid_connect",
+    }
+}
+
 /// One tool (an operation of an app), as `GET /tools/{name}` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDef {
@@ -112,7 +156,44 @@ pub trait Catalog: Send + Sync {
         limit: usize,
     ) -> Result<Page<AppSummary>, CatalogError>;
 
+    /// The app by its slug or a former per-document id; the answer names the canonical app.
     fn app(&self, id: &str) -> Option<AppSummary>;
+
+    /// The app in full by slug, former id, alias or title (`GET /apps/{app}`). Catalogs without
+    /// aliases or documents answer from [`Catalog::app`] and [`Catalog::app_auth`].
+    fn app_detail(&self, id: &str) -> Option<AppDetail> {
+        let a = self.app(id)?;
+        let mut auth: Vec<String> = Vec::new();
+        for s in self.app_auth(&a.id).map(|x| x.schemes).unwrap_or_default() {
+            let l = auth_label(&s.kind).to_owned();
+            if !auth.contains(&l) {
+                auth.push(l);
+            }
+        }
+        Some(AppDetail {
+            id: a.id,
+            name: a.name,
+            description: a.description,
+            aliases: Vec::new(),
+            former_ids: Vec::new(),
+            categories: a.categories,
+            logo_url: None,
+            documents: Vec::new(),
+            tool_count: a.tool_count,
+            auth,
+        })
+    }
+
+    /// The canonical id of an app named by slug or former id (records written before apps were
+    /// grouped into products name their per-document id); `None` for an unknown app.
+    fn canonical_app(&self, id: &str) -> Option<String> {
+        self.app(id).map(|a| a.id)
+    }
+
+    /// The current name of a tool named by its name or one an earlier catalog issued.
+    fn canonical_tool(&self, name: &str) -> Option<String> {
+        self.tool(name).map(|t| t.name)
+    }
 
     fn tool(&self, name: &str) -> Option<ToolDef>;
 
@@ -145,6 +226,12 @@ pub struct ToolOutline {
     pub method: Option<&'static str>,
     /// Path template, e.g. `/v1/customers/{id}`; `None` when the catalog does not say.
     pub path: Option<String>,
+}
+
+/// `id` as the catalog names its app now, or `id` itself when the catalog does not know it (an
+/// app since removed keeps its stored name).
+pub fn canonical_or_same(catalog: &dyn Catalog, id: &str) -> String {
+    catalog.canonical_app(id).unwrap_or_else(|| id.to_owned())
 }
 
 pub fn words(s: &str) -> Vec<String> {

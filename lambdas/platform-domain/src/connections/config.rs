@@ -29,6 +29,16 @@ pub enum ConfigError {
 }
 
 impl IntegrationConfig {
+    /// Keys the OAuth clients and base-URL overrides by the apps' canonical ids (see
+    /// [`OAuthApps::canonicalise`]): operators' settings under former per-document ids keep
+    /// applying to the product app.
+    pub fn canonicalise_apps(&mut self, catalog: &dyn crate::apps::Catalog) {
+        let canonical = |a: &str| crate::apps::canonical_or_same(catalog, a);
+        self.oauth.canonicalise(canonical);
+        self.base_url_overrides =
+            oauth::canonical_keys(std::mem::take(&mut self.base_url_overrides), canonical);
+    }
+
     pub fn new(public_base_url: &str, oauth: OAuthApps) -> Result<Self, ConfigError> {
         let base = public_base_url.trim().trim_end_matches('/');
         match url::Url::parse(base) {

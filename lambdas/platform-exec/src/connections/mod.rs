@@ -94,6 +94,9 @@ impl Connections {
         redirect_url: Option<String>,
         params: BTreeMap<String, String>,
     ) -> Result<NewLink, ConnectError> {
+        // A connection belongs to the product app, whichever of its names the caller used.
+        let app = platform_domain::apps::canonical_or_same(self.catalog.as_ref(), app);
+        let app = app.as_str();
         let auth = connections::connect_method(self.catalog.as_ref(), &self.config.oauth, app)?;
         connections::check_link_request(label.as_deref(), redirect_url.as_deref(), &params)?;
         if auth == AuthMethod::OAuth2 {
@@ -121,9 +124,24 @@ impl Connections {
         })
     }
 
-    /// The account's connections, oldest first, with the default of each app marked.
+    /// The account's connections, oldest first, with the default of each app marked. Each names
+    /// its app as the catalog does now: a connection stored under a former per-document id
+    /// (`twilio_api_v2010`) belongs to its product (`twilio`) and serves all its documents, and
+    /// the product's default is its oldest connection, whichever id it was stored under.
     pub async fn list(&self, account_id: &str) -> Result<Vec<(Connection, bool)>, StoreError> {
-        Ok(with_defaults(self.store.connections(account_id).await?))
+        let mut all = self.store.connections(account_id).await?;
+        for c in &mut all {
+            self.canonicalise(c);
+        }
+        Ok(with_defaults(all))
+    }
+
+    /// Names the connection's app as the catalog does now (resolved at read time; stored items
+    /// are not rewritten).
+    fn canonicalise(&self, c: &mut Connection) {
+        if let Some(app) = self.catalog.canonical_app(&c.app) {
+            c.app = app;
+        }
     }
 
     /// `DELETE /connections/{id}`: status revoked, secrets erased.
@@ -145,13 +163,16 @@ impl Connections {
         app: &str,
         connection_id: Option<&str>,
     ) -> Result<Connection, CredError> {
+        let app = platform_domain::apps::canonical_or_same(self.catalog.as_ref(), app);
+        let app = app.as_str();
         if let Some(id) = connection_id {
-            let c = self
+            let mut c = self
                 .store
                 .get_connection(account_id, id)
                 .await?
                 .filter(|c| c.status != ConnStatus::Revoked)
                 .ok_or_else(|| CredError::NotFound(id.to_owned()))?;
+            self.canonicalise(&mut c);
             if c.app != app {
                 return Err(CredError::WrongApp {
                     connection_id: id.to_owned(),

@@ -29,12 +29,13 @@ impl Connections {
             connection_id: c.id.clone(),
         };
         let lease_until = loop {
-            let current = self
+            let mut current = self
                 .store
                 .get_connection(&account, &id)
                 .await?
                 .filter(|c| c.status != ConnStatus::Revoked)
                 .ok_or_else(|| CredError::NotFound(id.clone()))?;
+            self.canonicalise(&mut current);
             // Someone refreshed since we looked, or found the grant dead.
             if self.fresh(&current) {
                 let secret = self.open(&current).await?;
@@ -76,12 +77,14 @@ impl Connections {
         seen: &Connection,
     ) -> Result<Credentials, CredError> {
         // Re-read under the lease: the previous holder may have finished just now.
-        let c = self
+        let mut c = self
             .store
             .get_connection(account, id)
             .await?
             .filter(|c| c.status != ConnStatus::Revoked)
             .ok_or_else(|| CredError::NotFound(id.to_owned()))?;
+        // The OAuth client is the product app's.
+        self.canonicalise(&mut c);
         if self.fresh(&c) {
             let secret = self.open(&c).await?;
             return Ok(Credentials {

@@ -11,7 +11,7 @@ mod poll;
 
 use std::sync::Arc;
 
-use platform_domain::apps::Catalog;
+use platform_domain::apps::{Catalog, canonical_or_same};
 use platform_domain::clock::Clock;
 use platform_domain::connections::ConnectionStore;
 use platform_domain::events::{self, Event, EventStore, TRIGGER_DISABLED};
@@ -154,10 +154,10 @@ impl Triggers {
 
     /// `GET /triggers/events?app=`: the events `app` offers.
     pub fn app_events(&self, app: &str) -> Result<Vec<EventDef>, TriggersError> {
-        if self.catalog.app(app).is_none() {
+        let Some(app) = self.catalog.canonical_app(app) else {
             return Err(TriggersError::AppNotFound(app.to_owned()));
-        }
-        Ok(events_for_app(self.catalog.as_ref(), app))
+        };
+        Ok(events_for_app(self.catalog.as_ref(), &app))
     }
 
     /// `GET /events`: the account's latest events.
@@ -175,9 +175,11 @@ impl Triggers {
         account_id: &str,
         new: NewTrigger<'_>,
     ) -> Result<Created, TriggersError> {
-        if self.catalog.app(new.app).is_none() {
+        // A trigger belongs to the product app, whichever of its ids the caller used.
+        let Some(app) = self.catalog.canonical_app(new.app) else {
             return Err(TriggersError::AppNotFound(new.app.to_owned()));
-        }
+        };
+        let new = NewTrigger { app: &app, ..new };
         let offered = events_for_app(self.catalog.as_ref(), new.app);
         let Some(def) = offered.iter().find(|e| e.name == new.event) else {
             return Err(TriggersError::UnknownEvent {
@@ -266,10 +268,12 @@ impl Triggers {
     ) -> Result<(), TriggersError> {
         match self.connections.get_connection(account_id, id).await? {
             None => Err(TriggersError::ConnectionNotFound(id.to_owned())),
-            Some(c) if c.app != app => Err(TriggersError::ConnectionAppMismatch {
-                id: id.to_owned(),
-                app: app.to_owned(),
-            }),
+            Some(c) if canonical_or_same(self.catalog.as_ref(), &c.app) != app => {
+                Err(TriggersError::ConnectionAppMismatch {
+                    id: id.to_owned(),
+                    app: app.to_owned(),
+                })
+            }
             Some(_) => Ok(()),
         }
     }
@@ -279,7 +283,26 @@ impl Triggers {
         if !id.starts_with(triggers::ID_PREFIX) {
             return Ok(None);
         }
-        self.store.get_trigger(account_id, id).await
+        Ok(self
+            .store
+            .get_trigger(account_id, id)
+            .await?
+            .map(|t| self.canonical(t)))
+    }
+
+    /// The trigger naming its app and tool as the catalog does now (a trigger stored under a
+    /// former per-document id belongs to the product app). Read time only: `app` and `tool` are
+    /// written when a trigger is created and never rewritten.
+    pub(crate) fn canonical(&self, mut t: Trigger) -> Trigger {
+        t.app = canonical_or_same(self.catalog.as_ref(), &t.app);
+        if let Some(tool) = t
+            .tool
+            .as_deref()
+            .and_then(|n| self.catalog.canonical_tool(n))
+        {
+            t.tool = Some(tool);
+        }
+        t
     }
 
     /// `GET /triggers`: a page of the account's triggers after the one `cursor` names, and the
@@ -312,7 +335,7 @@ impl Triggers {
         let next = more
             .then(|| page.last().map(|t| URL_SAFE_NO_PAD.encode(&t.id)))
             .flatten();
-        Ok((page, next))
+        Ok((page.into_iter().map(|t| self.canonical(t)).collect(), next))
     }
 
     /// `DELETE /triggers/{id}`.

@@ -205,6 +205,7 @@ impl Triggers {
                 break;
             }
             report.polled += 1;
+            let t = self.canonical(t);
             match self.poll_one(source, &t, now_ms, lease_until).await? {
                 Some(fired) => report.new_items += fired,
                 None => report.failed += 1,

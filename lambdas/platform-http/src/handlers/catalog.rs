@@ -78,6 +78,24 @@ impl Ctx<'_> {
         ))
     }
 
+    /// `GET /apps/{app}`: one app by slug, alias, title or former per-document id; the answer
+    /// names the canonical app.
+    pub(super) async fn app(
+        &self,
+        req: &Request<Bytes>,
+        app: &str,
+        account: &str,
+    ) -> Result<Reply, Problem> {
+        Query::of(req, &[])?;
+        // An alias or title may hold spaces (`google%20sheets`); a segment that does not
+        // decode to UTF-8 simply names no app.
+        let app = percent_encoding::percent_decode_str(app).decode_utf8_lossy();
+        let (detail, connected) = self.services.toolbox.get_app(account, &app).await?;
+        let mut v = json!(detail);
+        v["connection_status"] = connection_status(connected).into();
+        Ok(Reply::json(&v))
+    }
+
     /// `POST /tools/find`.
     pub(super) async fn find_tools(
         &self,

@@ -55,10 +55,14 @@ impl Ctx<'_> {
         let limit = q.page_limit()?;
         let integrations = self.services.integrations()?;
         let all = integrations.connections.list(account).await?;
-        let app = q.get("app");
+        // Listed connections name the product app; so may the filter, by any of its ids.
+        let catalog = self.services.toolbox.catalog.as_ref();
+        let app = q
+            .get("app")
+            .map(|a| platform_domain::apps::canonical_or_same(catalog, a));
         let matching: Vec<Value> = all
             .iter()
-            .filter(|(c, _)| app.is_none_or(|a| c.app == a))
+            .filter(|(c, _)| app.as_deref().is_none_or(|a| c.app == a))
             .map(|(c, default)| c.to_json(*default))
             .collect();
         let start = match q.get("cursor") {

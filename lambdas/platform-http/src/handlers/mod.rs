@@ -44,6 +44,7 @@ impl Ctx<'_> {
             Route::OpenApi => Ok(self.openapi_document()),
             Route::Catalog => self.catalog_page(req),
             Route::Apps => self.apps(req, account).await,
+            Route::App(app) => self.app(req, app, account).await,
             Route::FindTools => self.find_tools(req, account).await,
             Route::Tool(name) => self.tool(name, account).await,
             Route::RunTool(tool) => self.run_tool(req, tool, account).await,

@@ -19,7 +19,19 @@ impl Ctx<'_> {
     pub(super) async fn runs(&self, req: &Request<Bytes>, account: &str) -> Result<Reply, Problem> {
         Query::of(req, &[])?;
         let runs = self.services.store.latest_runs(account, LATEST).await?;
-        let runs: Vec<Value> = runs.iter().map(|r| r.to_json()).collect();
+        // Runs recorded before apps were grouped into products name the per-document app and
+        // the tool's former name; the list names both as the catalog does now.
+        let catalog = self.services.toolbox.catalog.as_ref();
+        let runs: Vec<Value> = runs
+            .into_iter()
+            .map(|mut r| {
+                r.app = platform_domain::apps::canonical_or_same(catalog, &r.app);
+                if let Some(t) = catalog.canonical_tool(&r.tool) {
+                    r.tool = t;
+                }
+                r.to_json()
+            })
+            .collect();
         Ok(Reply::json(&json!({"runs": runs, "next_cursor": null})))
     }
 

@@ -10,6 +10,11 @@ async function main(): Promise<void> {
     const n: number = app.tool_count;
     void n;
   }
+  const product = await client.getApp("twilio_api_v2010");
+  const docs: string[] = product.documents.map((d) => d.id);
+  const logo: string | null = product.logo_url;
+  void docs;
+  void logo;
   const found: FindToolsResult = await client.findTools("send a slack message", { app: "slack", limit: 3 });
   const tool = await client.getTool(found.tools[0].name);
   const link = await client.connect(tool.app, { label: "work", redirectUrl: "https://example.com/done" });

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, cast
 from .types import (
     AccountEvents,
     App,
+    AppDetail,
     AppsPage,
     AppSummary,
     CatalogPage,
@@ -140,6 +141,11 @@ class Client:
 
     def iter_apps(self, *, search: Optional[str] = None, limit: Optional[int] = None) -> Iterator[App]:
         return self._iterate("apps", lambda cursor: self.apps(search=search, cursor=cursor, limit=limit))
+
+    def get_app(self, app: str) -> AppDetail:
+        """One app by its slug, an alias or title ("gh", "google sheets") or an id an earlier
+        catalog gave one of its documents; the answer names the canonical app (``id``)."""
+        return cast(AppDetail, self.request("GET", f"/apps/{_seg(app)}"))
 
     # --- connections ----------------------------------------------------------------------------
 

@@ -30,6 +30,26 @@ class App(AppSummary):
     connection_status: ConnectionStatus
 
 
+class AppDocument(TypedDict):
+    """A source document of an app."""
+
+    id: str
+    title: str
+    version: str
+    origin: str
+    license: Optional[str]
+
+
+class AppDetail(App):
+    """One app in full (``get_app``); ``id`` is the canonical slug."""
+
+    aliases: List[str]
+    former_ids: List[str]
+    logo_url: Optional[str]
+    documents: List[AppDocument]
+    auth: List[str]
+
+
 class CatalogPage(TypedDict):
     apps: List[AppSummary]
     next_cursor: Optional[str]

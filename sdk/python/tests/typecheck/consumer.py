@@ -8,6 +8,9 @@ found: FindToolsResult = c.find_tools("x", limit=3)
 name: str = found["tools"][0]["name"]
 run: RunResult = c.run_tool(name, {"a": 1}, connection_id="conn_1")
 code: int = run["http_status"]
+product = c.get_app("twilio_api_v2010")
+docs: list[str] = [d["id"] for d in product["documents"]]
+logo: str | None = product["logo_url"]
 for app in c.iter_catalog(category="x"):
     n: int = app["tool_count"]
 t = c.create_trigger("github", "issue.created", "https://x", connection_id="c")
