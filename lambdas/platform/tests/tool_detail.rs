@@ -371,3 +371,69 @@ async fn names_an_earlier_catalog_issued_answer_with_the_tool_under_its_new_name
     .await;
     assert_eq!((r.status, r.code()), (404, "tool_not_found"), "{}", r.body);
 }
+
+/// The real catalog (built from the pinned packages when missing or stale, as the catalog's own
+/// tests build it): GitHub's "create an issue" is a POST to api.github.com with its path
+/// template and an example that satisfies its schema, Stripe's refund names its auth kinds, and
+/// an old name resolves.
+#[tokio::test]
+async fn the_built_catalog_shows_github_issue_creation_in_full() {
+    let path = platform_catalog::artifact_path();
+    platform_catalog::ensure(&platform_catalog::package_dir(), &path)
+        .unwrap_or_else(|e| panic!("cannot build the catalog artifact: {e}"));
+    let catalog = platform::domain::apps::load(Some(&path)).expect("artifact loads");
+    let srv = conn_server_with(Setup::default(), catalog).await;
+    let a = srv.account("real-detail@example.com").await;
+    let k = a.key.expose();
+
+    let r = detail(&srv, k, "github.issues_create").await;
+    let t = &r.body;
+    assert_eq!(t["app"], "github");
+    assert_eq!(t["method"], "POST");
+    assert_eq!(t["path"], "/repos/{owner}/{repo}/issues");
+    assert_eq!(t["server_url"], "https://api.github.com");
+    // GitHub's published document declares no security scheme; the detail says what the
+    // document says rather than guessing (how it connects is the deployment's OAuth client).
+    assert_eq!(t["auth"], json!([]), "{t}");
+    assert!(t["example_input"]["path"]["owner"].is_string(), "{t}");
+    assert!(t["example_input"]["body"]["title"].is_string(), "{t}");
+    assert_valid_example(t);
+
+    // Stripe's document does declare its schemes: a refund takes a secret key, as basic auth or
+    // as a bearer token, and the detail names those kinds, never a key.
+    let r = detail(&srv, k, "stripe.create_refunds").await;
+    let t = &r.body;
+    assert_eq!(t["method"], "POST");
+    assert_eq!(t["path"], "/v1/refunds");
+    assert!(
+        t["server_url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("https://")),
+        "{t}"
+    );
+    let kinds: Vec<&str> = t["auth"]
+        .as_array()
+        .expect("auth list")
+        .iter()
+        .filter_map(|a| a["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"basic") || kinds.contains(&"bearer"),
+        "{kinds:?}\n{t}"
+    );
+    assert_valid_example(t);
+
+    // Every name the first catalog issued for a tool resolves to it under its current name.
+    let core = core::Catalog::load(&path).expect("artifact loads");
+    let (old, idx) = core
+        .renamed_tools
+        .iter()
+        .find(|(_, i)| core.tools[*i as usize].name == "github.issues_create")
+        .or_else(|| core.renamed_tools.first())
+        .expect("the catalog keeps names earlier catalogs issued");
+    let current = &core.tools[*idx as usize].name;
+    let r = detail(&srv, k, old).await;
+    assert_eq!(&r.body["name"], current.as_str(), "{old}");
+    let m = mcp_call(&srv, k, "get_tool", json!({"name": old})).await;
+    assert_eq!(&m["structuredContent"]["name"], current.as_str(), "{m}");
+}
