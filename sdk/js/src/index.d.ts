@@ -149,11 +149,31 @@ export interface FindToolsResult {
   hint: string | null;
 }
 
+/** One accepted way to authenticate a tool's runs: kinds and scopes only, never a secret. */
+export interface ToolAuth {
+  /** `oauth2`, `api_key`, `basic`, `bearer`, `openid_connect` (`none`: no credentials is accepted); kinds used together are joined with `+`. */
+  kind: string;
+  scopes: string[];
+  /** Names of the schemes used together (the API document's `securitySchemes` keys). */
+  schemes: string[];
+}
+
+/** A tool's detail: what a run will do, before it runs. */
 export interface Tool {
   name: string;
   app: string;
   description: string;
   input_schema: Record<string, unknown>;
+  /** HTTP method of a run, e.g. `POST`; `null` when the catalog does not say (an MCP custom tool). */
+  method: string | null;
+  /** Path template relative to `server_url`, e.g. `/repos/{owner}/{repo}/issues`. */
+  path: string | null;
+  /** Where a run goes; variables without a default stay `{name}` templates the connection fills in. */
+  server_url: string | null;
+  /** Accepted ways to authenticate (any one suffices); empty when none is needed or the catalog does not say. */
+  auth: ToolAuth[];
+  /** One input that satisfies `input_schema` (required fields only). */
+  example_input: Record<string, unknown> | null;
   connection_status: ConnectionStatus;
 }
 
@@ -282,6 +302,7 @@ export declare class Client {
   deleteConnection(id: string): Promise<void>;
 
   findTools(query: string, options?: { app?: string; limit?: number }): Promise<FindToolsResult>;
+  /** A tool's detail (method, path, server, auth kinds and scopes, input schema, example input); a name an earlier catalog issued answers with the tool under its current name. */
   getTool(name: string): Promise<Tool>;
   runTool(name: string, args?: Record<string, unknown>, options?: { connectionId?: string }): Promise<RunResult>;
   runs(): Promise<RunList>;

@@ -173,7 +173,10 @@ export class Client {
     return this.request("POST", "/tools/find", body);
   }
 
-  /** One tool with its `input_schema`. */
+  /**
+   * One tool's detail: `method`, `path`, `server_url`, `auth` (kinds and scopes), `input_schema`
+   * and `example_input`. A name an earlier catalog issued answers with the tool under its current name.
+   */
   getTool(name) {
     return this.request("GET", `/tools/${seg(name)}`);
   }

@@ -35,6 +35,28 @@ async function connectApp(c, app) {
   return { link, connectionId: done.connection_id };
 }
 
+test("getTool shows what a run does: method, path, server, auth kinds and scopes, an example input the platform accepts", async () => {
+  const fresh = new Client({ apiKey: await platform.account("sdk-js-detail"), baseUrl: platform.baseUrl });
+  const tool = await fresh.getTool("slack_send_message");
+  assert.equal(tool.name, "slack_send_message");
+  assert.equal(tool.method, "POST");
+  assert.equal(tool.path, "/api/slack_send_message");
+  assert.equal(tool.server_url, fakes.url);
+  assert.deepEqual(tool.auth, [{ kind: "oauth2", scopes: ["write"], schemes: ["oauth"] }]);
+  assert.deepEqual(Object.keys(tool.example_input.body).sort(), ["channel", "text"]);
+  // Kinds and scopes only: the OAuth client's secret is nowhere in the detail.
+  assert.ok(!JSON.stringify(tool).includes("secret_slack"), JSON.stringify(tool));
+  // The example passes the platform's own argument check: the run stops at the missing
+  // connection, not at invalid arguments.
+  const err = await fresh.runTool(tool.name, tool.example_input).catch((e) => e);
+  assert.ok(err instanceof CompanionError, String(err));
+  assert.equal(err.code, "connection_required", JSON.stringify(err.body ?? err.detail));
+  // A list tool reads (GET), the same way.
+  const list = await fresh.getTool("slack_list_channels");
+  assert.equal(list.method, "GET");
+  assert.equal(list.path, "/api/slack_list_channels");
+});
+
 test("connect returns a one-time link; completing it creates a listed connection; delete revokes it", async () => {
   const { link, connectionId } = await connectApp(client, "slack");
   assert.match(link.id, /^cl_/);

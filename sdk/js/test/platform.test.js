@@ -91,6 +91,11 @@ test("getTool returns the input schema", async () => {
   const tool = await client.getTool("slack_send_message");
   assert.equal(tool.app, "slack");
   assert.deepEqual(tool.input_schema.required, ["channel", "text"]);
+  // The development catalog gives no HTTP operation for it: the detail says so rather than guess.
+  assert.equal(tool.method, null);
+  assert.equal(tool.server_url, null);
+  assert.deepEqual(tool.auth, []);
+  assert.deepEqual(Object.keys(tool.example_input).sort(), ["channel", "text"]);
 });
 
 test("runs lists the account's runs (none yet for a new account)", async () => {

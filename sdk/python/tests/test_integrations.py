@@ -51,6 +51,26 @@ class IntegrationsTest(unittest.TestCase):
     def setUp(self) -> None:
         self.client = Client(api_key=key, base_url=platform.base_url)
 
+    def test_get_tool_shows_what_a_run_does_and_an_example_the_platform_accepts(self) -> None:
+        fresh = Client(api_key=platform.account("sdk-py-detail"), base_url=platform.base_url)
+        tool = fresh.get_tool("slack_send_message")
+        self.assertEqual(tool["name"], "slack_send_message")
+        self.assertEqual((tool["method"], tool["path"]), ("POST", "/api/slack_send_message"))
+        self.assertEqual(tool["server_url"], fakes.url)
+        self.assertEqual(tool["auth"], [{"kind": "oauth2", "scopes": ["write"], "schemes": ["oauth"]}])
+        example = tool["example_input"]
+        assert example is not None
+        self.assertEqual(sorted(example["body"]), ["channel", "text"])
+        # Kinds and scopes only: the OAuth client's secret is nowhere in the detail.
+        self.assertNotIn("secret_slack", json.dumps(tool))
+        # The example passes the platform's own argument check: the run stops at the missing
+        # connection, not at invalid arguments.
+        with self.assertRaises(CompanionError) as ctx:
+            fresh.run_tool(tool["name"], example)
+        self.assertEqual(ctx.exception.code, "connection_required")
+        listing = fresh.get_tool("slack_list_channels")
+        self.assertEqual((listing["method"], listing["path"]), ("GET", "/api/slack_list_channels"))
+
     def test_connect_link_connection_listed_then_revoked(self) -> None:
         link, conn_id = connect_app(self.client, "slack")
         self.assertTrue(link["id"].startswith("cl_"))

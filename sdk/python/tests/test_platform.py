@@ -89,6 +89,9 @@ class PlatformTest(unittest.TestCase):
         tool = self.client.get_tool("slack_send_message")
         self.assertEqual(tool["app"], "slack")
         self.assertEqual(tool["input_schema"]["required"], ["channel", "text"])
+        # The development catalog gives no HTTP operation for it: the detail says so rather than guess.
+        self.assertEqual((tool["method"], tool["server_url"], tool["auth"]), (None, None, []))
+        self.assertEqual(sorted(tool["example_input"] or {}), ["channel", "text"])
 
     def test_runs_of_a_new_account_are_empty(self) -> None:
         other = Client(api_key=platform.account("runs"), base_url=platform.base_url)

@@ -13,7 +13,7 @@ use platform_search::model::{AuthKind, AuthScheme, Method, OAuthFlow};
 
 use super::{
     AppAuth, AppDetail, AppDocument, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit,
-    Operation, Page, ToolDef, ToolOutline, decode_cursor, encode_cursor, page_apps,
+    Operation, Page, ToolAuth, ToolDef, ToolOutline, decode_cursor, encode_cursor, page_apps,
 };
 
 fn method(m: core::Method) -> Method {
@@ -193,19 +193,35 @@ impl Catalog for core::Catalog {
     fn tool(&self, name: &str) -> Option<ToolDef> {
         let tool = core::Catalog::tool(self, name)?;
         let app = self.app_of(tool);
-        let input_schema = match self.input_schema(&tool.name) {
-            Ok(schema) => schema,
+        // The schema and the example the builder made from it come from one chunk.
+        let (input_schema, example_input) = match self.input(&tool.name) {
+            Ok(input) => (input.schema, Some(input.example).filter(|e| e.is_object())),
             Err(e) => {
                 // A damaged schema block must not hide the tool; say so in the log.
                 tracing::error!(tool = name, error = %e, "tool input schema unreadable");
-                serde_json::json!({"type": "object"})
+                (serde_json::json!({"type": "object"}), None)
             }
         };
+        let auth = self
+            .security_of(tool)
+            .into_iter()
+            .map(|alt| {
+                ToolAuth::of(
+                    alt.into_iter()
+                        .map(|(s, scopes)| (s.kind.label(), s.name.as_str(), scopes)),
+                )
+            })
+            .collect();
         Some(ToolDef {
             name: tool.name.clone(),
             app: app.slug.clone(),
             description: tool.description.clone(),
             input_schema,
+            method: Some(tool.method.as_str().to_owned()),
+            path: Some(tool.path.clone()),
+            server_url: self.server_of(tool).map(server_url),
+            auth,
+            example_input,
         })
     }
 

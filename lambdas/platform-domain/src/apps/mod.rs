@@ -59,7 +59,8 @@ pub struct AppDocument {
     pub license: Option<String>,
 }
 
-/// The short name of a credential scheme's kind, as [`AppDetail::auth`] lists it.
+/// The short name of a credential scheme's kind, as [`AppDetail::auth`] and tool detail list it
+/// (the same words `catalog_core::AuthKind::label` uses).
 pub fn auth_label(kind: &platform_search::model::AuthKind) -> &'static str {
     use platform_search::model::AuthKind;
     match kind {
@@ -81,6 +82,72 @@ pub struct ToolDef {
     pub description: String,
     /// JSON Schema of the tool's arguments.
     pub input_schema: Value,
+    /// The HTTP method a run sends (`POST`); `None` when the catalog does not say (an MCP
+    /// custom tool, a development catalog entry without one).
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Path template relative to `server_url`, e.g. `/repos/{owner}/{repo}/issues`.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The server a run goes to, variables with defaults filled in; the others stay `{name}`
+    /// templates the connection supplies (`https://{yourOktaDomain}`).
+    #[serde(default)]
+    pub server_url: Option<String>,
+    /// The ways to authenticate a run, any one suffices; empty when the tool needs no
+    /// credentials or the catalog does not say. Kinds and scopes only: never a secret.
+    #[serde(default)]
+    pub auth: Vec<ToolAuth>,
+    /// One input that satisfies `input_schema` (its required fields only).
+    #[serde(default)]
+    pub example_input: Option<Value>,
+}
+
+/// One accepted way to authenticate a tool's runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolAuth {
+    /// `oauth2`, `api_key`, `basic`, `bearer` or `openid_connect`; schemes used together that
+    /// differ in kind (rare) are joined with `+`; `none` when running without credentials is
+    /// one of the accepted ways.
+    pub kind: String,
+    /// The scopes the tool needs (OAuth 2.0 / OpenID Connect); empty for other kinds.
+    pub scopes: Vec<String>,
+    /// Names of the schemes used together (the API document's `securitySchemes` keys).
+    pub schemes: Vec<String>,
+}
+
+impl ToolAuth {
+    /// One alternative from its schemes (label, name, scopes each).
+    pub fn of<'a>(schemes: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>) -> Self {
+        let mut kinds: Vec<&str> = Vec::new();
+        let mut scopes: Vec<String> = Vec::new();
+        let mut names = Vec::new();
+        for (kind, name, s) in schemes {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+            for x in s {
+                if !scopes.contains(x) {
+                    scopes.push(x.clone());
+                }
+            }
+            names.push(name.to_owned());
+        }
+        Self {
+            kind: if kinds.is_empty() {
+                "none".to_owned()
+            } else {
+                kinds.join("+")
+            },
+            scopes,
+            schemes: names,
+        }
+    }
+}
+
+/// The example tool detail shows for `schema`: the catalog builder's own example function, kept
+/// only when it is an object (a tool's input always is).
+pub(crate) fn example_input(schema: &Value) -> Option<Value> {
+    Some(catalog_core::example::example(schema)).filter(Value::is_object)
 }
 
 /// Which apps to list.

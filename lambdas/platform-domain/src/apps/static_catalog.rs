@@ -21,7 +21,7 @@ use platform_search::model::{AuthScheme, Method};
 
 use super::{
     AppAuth, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Operation, Page,
-    ToolDef, ToolOutline, page_apps, words,
+    ToolAuth, ToolDef, ToolOutline, auth_label, page_apps, words,
 };
 
 #[derive(Debug, Deserialize)]
@@ -100,6 +100,40 @@ fn security_from_openapi(req: &Value, schemes: &[AuthScheme]) -> Vec<Vec<AuthSch
         .unwrap_or_default()
 }
 
+/// OpenAPI security requirements → what tool detail shows: each alternative's kind, scopes and
+/// scheme names (unknown names are dropped, as for runs).
+fn auth_from_openapi(req: &Value, schemes: &[AuthScheme]) -> Vec<ToolAuth> {
+    req.as_array()
+        .map(|alts| {
+            alts.iter()
+                .filter_map(Value::as_object)
+                .map(|alt| {
+                    let used: Vec<(&AuthScheme, Vec<String>)> = alt
+                        .iter()
+                        .filter_map(|(k, scopes)| {
+                            let s = schemes.iter().find(|s| &s.name == k)?;
+                            let scopes = scopes
+                                .as_array()
+                                .map(|a| {
+                                    a.iter()
+                                        .filter_map(Value::as_str)
+                                        .map(str::to_owned)
+                                        .collect()
+                                })
+                                .unwrap_or_default();
+                            Some((s, scopes))
+                        })
+                        .collect();
+                    ToolAuth::of(
+                        used.iter()
+                            .map(|(s, sc)| (auth_label(&s.kind), s.name.as_str(), sc.as_slice())),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl StaticCatalog {
     /// A catalog with no apps.
     pub fn empty() -> Self {
@@ -161,13 +195,28 @@ impl StaticCatalog {
                 tool_count: a.tools.len(),
             });
             for t in a.tools {
+                let op = operations.get(&t.name);
+                let auth = match op {
+                    Some(_) => t
+                        .security
+                        .as_ref()
+                        .or(a.security.as_ref())
+                        .map(|r| auth_from_openapi(r, &schemes))
+                        .unwrap_or_default(),
+                    None => Vec::new(),
+                };
                 tools.insert(
                     t.name.clone(),
                     ToolDef {
+                        example_input: crate::apps::example_input(&t.input_schema),
                         name: t.name,
                         app: a.id.clone(),
                         description: t.description,
                         input_schema: t.input_schema,
+                        method: op.map(|o| o.method.as_str().to_owned()),
+                        path: op.map(|o| o.path.clone()),
+                        server_url: op.and(a.base_url.clone()),
+                        auth,
                     },
                 );
             }

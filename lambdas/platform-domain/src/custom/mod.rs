@@ -375,11 +375,21 @@ pub async fn tool_def(
     account: &str,
     name: &str,
 ) -> Result<Option<ToolDef>, StoreError> {
-    Ok(resolve(store, account, name).await?.map(|(c, t)| ToolDef {
-        name: t.name,
-        app: c.app(),
-        description: t.description,
-        input_schema: t.input_schema,
+    Ok(resolve(store, account, name).await?.map(|(c, t)| {
+        // A REST tool says where it goes; an MCP tool is a call to the connector's server.
+        // The connector's own headers authenticate it: their names and values stay private.
+        let http = t.http.as_ref();
+        ToolDef {
+            example_input: crate::apps::example_input(&t.input_schema),
+            method: http.map(|h| h.method.as_str().to_owned()),
+            path: http.map(|h| h.path.clone()),
+            server_url: http.and(c.base_url.clone()),
+            auth: Vec::new(),
+            app: c.app(),
+            name: t.name,
+            description: t.description,
+            input_schema: t.input_schema,
+        }
     }))
 }
 

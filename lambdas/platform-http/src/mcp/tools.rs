@@ -45,7 +45,9 @@ fn tool_specs() -> Vec<(&'static str, &'static str, Value)> {
         ),
         (
             "get_tool",
-            "Get one tool by name, with the JSON Schema of its arguments.",
+            "Get one tool by name: what a run does (HTTP method, path template, server URL, auth \
+             kinds and scopes), the JSON Schema of its arguments and an example input. A name an \
+             earlier catalog issued answers with the tool under its current name.",
             json!({"type": "object", "additionalProperties": false, "required": ["name"],
                    "properties": {"name": {"type": "string", "minLength": 1}}}),
         ),

@@ -147,10 +147,18 @@ pub fn acme_oauth(peer: &Peer) -> Value {
 }
 
 pub async fn conn_server(setup: Setup) -> ConnServer {
-    let store = common::fresh_store().await;
-    let clock = Arc::new(ManualClock::new(common::start_of_minute_ms()));
     let catalog: Arc<dyn platform::domain::apps::Catalog> =
         Arc::new(StaticCatalog::from_path(&run_catalog_path()).expect("run catalog loads"));
+    conn_server_with(setup, catalog).await
+}
+
+/// [`conn_server`] over another catalog (a built artifact, say).
+pub async fn conn_server_with(
+    setup: Setup,
+    catalog: Arc<dyn platform::domain::apps::Catalog>,
+) -> ConnServer {
+    let store = common::fresh_store().await;
+    let clock = Arc::new(ManualClock::new(common::start_of_minute_ms()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let oauth = OAuthApps::from_json(setup.oauth_apps.to_string().as_bytes()).expect("oauth apps");

@@ -17,6 +17,10 @@ async function main(): Promise<void> {
   void logo;
   const found: FindToolsResult = await client.findTools("send a slack message", { app: "slack", limit: 3 });
   const tool = await client.getTool(found.tools[0].name);
+  const method: string | null = tool.method;
+  const kinds: string[] = tool.auth.map((a) => a.kind);
+  const example: Record<string, unknown> | null = tool.example_input;
+  void [method, kinds, example, tool.path, tool.server_url];
   const link = await client.connect(tool.app, { label: "work", redirectUrl: "https://example.com/done" });
   const url: string = link.url;
   try {

@@ -185,7 +185,9 @@ class Client:
         return cast(FindToolsResult, self.request("POST", "/tools/find", body))
 
     def get_tool(self, name: str) -> Tool:
-        """One tool with its ``input_schema``."""
+        """One tool's detail: ``method``, ``path``, ``server_url``, ``auth`` (kinds and scopes),
+        ``input_schema`` and ``example_input``. A name an earlier catalog issued answers with the
+        tool under its current name."""
         return cast(Tool, self.request("GET", f"/tools/{_seg(name)}"))
 
     def run_tool(self, name: str, arguments: Optional[Mapping[str, Any]] = None, *, connection_id: Optional[str] = None) -> RunResult:

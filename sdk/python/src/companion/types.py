@@ -99,11 +99,34 @@ class FindToolsResult(TypedDict):
     hint: Optional[str]
 
 
+class ToolAuth(TypedDict):
+    """One accepted way to authenticate a tool's runs: kinds and scopes only, never a secret."""
+
+    #: ``oauth2``, ``api_key``, ``basic``, ``bearer``, ``openid_connect`` (``none``: no
+    #: credentials is accepted); kinds used together are joined with ``+``.
+    kind: str
+    scopes: List[str]
+    #: Names of the schemes used together (the API document's ``securitySchemes`` keys).
+    schemes: List[str]
+
+
 class Tool(TypedDict):
+    """A tool's detail: what a run will do, before it runs."""
+
     name: str
     app: str
     description: str
     input_schema: Dict[str, Any]
+    #: HTTP method of a run (``POST``); ``None`` when the catalog does not say (MCP custom tools).
+    method: Optional[str]
+    #: Path template relative to ``server_url``, e.g. ``/repos/{owner}/{repo}/issues``.
+    path: Optional[str]
+    #: Where a run goes; variables without a default stay ``{name}`` templates.
+    server_url: Optional[str]
+    #: Accepted ways to authenticate (any one suffices); empty when none is needed or unknown.
+    auth: List[ToolAuth]
+    #: One input that satisfies ``input_schema`` (required fields only).
+    example_input: Optional[Dict[str, Any]]
     connection_status: ConnectionStatus
 
 

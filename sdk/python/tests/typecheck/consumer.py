@@ -6,6 +6,10 @@ from companion.types import FindToolsResult, RunResult
 c = Client(api_key="k", base_url="http://x")
 found: FindToolsResult = c.find_tools("x", limit=3)
 name: str = found["tools"][0]["name"]
+tool = c.get_tool(name)
+method: str | None = tool["method"]
+kinds: list[str] = [a["kind"] for a in tool["auth"]]
+example: dict[str, object] | None = tool["example_input"]
 run: RunResult = c.run_tool(name, {"a": 1}, connection_id="conn_1")
 code: int = run["http_status"]
 product = c.get_app("twilio_api_v2010")
