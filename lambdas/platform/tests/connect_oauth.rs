@@ -10,8 +10,8 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::{assert_documented, get};
 use conn_common::{
-    ConnServer, Setup, acme_oauth, browse, conn_server, html, location, oauth_dance, query_of,
-    spawn_peer,
+    ConnServer, Setup, acme_oauth, browse, conn_server, html, location, oauth_dance, open_link,
+    query_of, spawn_peer,
 };
 use platform::domain::clock::Clock;
 use platform::store::table::{PK, SK};
@@ -81,8 +81,8 @@ async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
     );
 
     // The hosted page sends the browser to the provider with state and PKCE S256.
-    let open = browse(&url).await;
-    assert_eq!(open.status, 302, "{}", html(&open));
+    let open = open_link(&url).await;
+    assert_eq!(open.status, 303, "{}", html(&open));
     assert_eq!(open.header("referrer-policy"), Some("no-referrer"));
     assert_eq!(open.header("cache-control"), Some("no-store"));
     let to_provider = location(&open);
@@ -249,8 +249,8 @@ async fn expired_links_bad_state_and_denied_consent_store_nothing() {
     // A mismatched state: the provider's callback with the state swapped for another attempt's.
     let l1 = srv.link(k, "acme", json!({})).await;
     let l2 = srv.link(k, "acme", json!({})).await;
-    let p1 = location(&browse(l1.body["url"].as_str().unwrap()).await);
-    let p2 = location(&browse(l2.body["url"].as_str().unwrap()).await);
+    let p1 = location(&open_link(l1.body["url"].as_str().unwrap()).await);
+    let p2 = location(&open_link(l2.body["url"].as_str().unwrap()).await);
     let cb1 = location(&browse(&p1).await);
     let state2 = query_of(&p2)["state"].clone();
     let mut swapped = url::Url::parse(&cb1).unwrap();
@@ -621,7 +621,7 @@ async fn provider_quirks_pkce_off_client_secret_post_and_comma_scopes() {
     let a = srv.account("quirks@example.com").await;
     let k = a.key.expose();
     let link = srv.link(k, "acme", json!({})).await;
-    let to_provider = location(&browse(link.body["url"].as_str().unwrap()).await);
+    let to_provider = location(&open_link(link.body["url"].as_str().unwrap()).await);
     let q = query_of(&to_provider);
     assert!(!q.contains_key("code_challenge"), "{to_provider}");
     assert_eq!(q["scope"], "notes:read,notes:write");
@@ -700,4 +700,64 @@ async fn redirect_url_must_be_https_or_loopback_http() {
         location(&back),
         "http://127.0.0.1:3000/cb?status=error&error=access_denied"
     );
+}
+
+/// POSTs an empty form to `url` with extra headers (what a browser adds on submission).
+async fn post_with(url: &str, headers: &[(&str, &str)]) -> common::Resp {
+    let u = url::Url::parse(url).unwrap();
+    let base = format!("http://{}:{}", u.host_str().unwrap(), u.port().unwrap());
+    let call = common::Call {
+        method: http::Method::POST,
+        path: u.path(),
+        key: None,
+        content_type: Some("application/x-www-form-urlencoded"),
+        body: Vec::new(),
+    };
+    common::send_with_headers(&base, call, headers).await
+}
+
+#[tokio::test]
+async fn link_previews_do_not_use_a_link_up_and_only_its_own_page_can() {
+    let peer = spawn_peer();
+    let srv = conn_server(Setup {
+        oauth_apps: acme_oauth(&peer),
+        ..Setup::default()
+    })
+    .await;
+    let a = srv.account("preview@example.com").await;
+    let k = a.key.expose();
+    let link = srv.link(k, "acme", json!({})).await;
+    let url = link.body["url"].as_str().unwrap().to_owned();
+
+    // A chat app's previewer and a mail scanner fetch the link first: each sees the consent page,
+    // nothing is used up, no state is made and the provider is not contacted.
+    for _ in 0..3 {
+        let seen = browse(&url).await;
+        assert_eq!(seen.status, 200, "{}", html(&seen));
+        assert_eq!(seen.header("cache-control"), Some("no-store"));
+        assert!(html(&seen).contains("Continue to"));
+        assert!(seen.header("location").is_none());
+    }
+    // A page elsewhere that learned the URL cannot submit it for the user.
+    for headers in [
+        &[("origin", "https://evil.example")][..],
+        &[("sec-fetch-site", "cross-site")][..],
+    ] {
+        let forged = post_with(&url, headers).await;
+        assert_eq!(forged.status, 403, "{headers:?}: {}", html(&forged));
+    }
+    // The person presses the button (a same-origin form POST: `Origin: null` under
+    // `no-referrer`): the link is used up now, and only now.
+    let go = post_with(
+        &url,
+        &[("origin", "null"), ("sec-fetch-site", "same-origin")],
+    )
+    .await;
+    assert_eq!(go.status, 303, "{}", html(&go));
+    assert!(location(&go).starts_with(&format!("{}/authorize?", peer.url)));
+    let again = post_with(&url, &[]).await;
+    assert_eq!(again.status, 404, "{}", html(&again));
+    assert_eq!(browse(&url).await.status, 404);
+    let done = browse(&location(&browse(&location(&go)).await)).await;
+    assert_eq!(done.status, 200, "{}", html(&done));
 }

@@ -68,6 +68,13 @@ impl Connections {
         self.clock.now_ms()
     }
 
+    /// The platform's public origin (`scheme://host[:port]`), which the hosted forms post from.
+    pub fn public_origin(&self) -> String {
+        url::Url::parse(&self.config.public_base_url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_else(|_| self.config.public_base_url.clone())
+    }
+
     /// The app's display name (its id when the catalog has none).
     pub fn app_name(&self, app: &str) -> String {
         self.catalog
