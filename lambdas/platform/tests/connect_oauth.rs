@@ -761,3 +761,65 @@ async fn link_previews_do_not_use_a_link_up_and_only_its_own_page_can() {
     let done = browse(&location(&browse(&location(&go)).await)).await;
     assert_eq!(done.status, 200, "{}", html(&done));
 }
+
+#[tokio::test]
+async fn connect_params_templated_into_hosts_are_checked_against_the_apps_patterns() {
+    let peer = spawn_peer();
+    let mut apps = acme_oauth(&peer);
+    // The provider's endpoints live on a per-tenant host; `region` has a declared pattern,
+    // `tenant` has none (so it must be one host label).
+    apps["acme"]["authorize_url"] = json!("https://{tenant}.acme.example/{region}/authorize");
+    apps["acme"]["token_url"] = json!("https://{tenant}.acme.example/{region}/token");
+    apps["acme"]["params"] = json!({"region": {"pattern": "[a-z]{2}-[a-z]+-[0-9]"}});
+    let srv = conn_server(Setup {
+        oauth_apps: apps,
+        ..Setup::default()
+    })
+    .await;
+    let a = srv.account("params@example.com").await;
+    let k = a.key.expose();
+    let link = |tenant: &str, region: &str| {
+        srv.link(
+            k,
+            "acme",
+            json!({"params": {"tenant": tenant, "region": region}}),
+        )
+    };
+
+    let ok = link("tenant-1", "eu-west-1").await;
+    assert_eq!(ok.status, 201, "{}", ok.body);
+    for tenant in [
+        "evil.com/",
+        "a@b",
+        "..",
+        "%2f",
+        "evil.com",
+        "evil.com#",
+        "-x",
+        "x-",
+        "a b",
+        "",
+        "evil.com%2f",
+        "xn--",
+        &"a".repeat(64),
+    ] {
+        let r = link(tenant, "eu-west-1").await;
+        assert_eq!(r.status, 422, "tenant {tenant:?}: {}", r.body);
+        assert_documented(&r, "post", "/apps/{app}/connect");
+    }
+    for region in [
+        "EU",
+        "eu-west-1/../x",
+        "eu-west-1.evil.com",
+        "..",
+        "eu_west_1",
+    ] {
+        let r = link("tenant-1", region).await;
+        assert_eq!(r.status, 422, "region {region:?}: {}", r.body);
+        let detail = r.body["detail"].as_str().unwrap_or("");
+        if r.code() == "invalid_request" {
+            assert!(detail.contains("params.region"), "{region:?}: {detail}");
+        }
+    }
+    assert_eq!(srv.connections(k).await.body["connections"], json!([]));
+}

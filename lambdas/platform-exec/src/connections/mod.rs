@@ -102,7 +102,8 @@ impl Connections {
         params: BTreeMap<String, String>,
     ) -> Result<NewLink, ConnectError> {
         let auth = connections::connect_method(self.catalog.as_ref(), &self.config.oauth, app)?;
-        connections::check_link_request(label.as_deref(), redirect_url.as_deref(), &params)?;
+        let rules = self.config.oauth.get(app).map(|c| &c.params);
+        connections::check_link_request(label.as_deref(), redirect_url.as_deref(), &params, rules)?;
         if auth == AuthMethod::OAuth2 {
             // Fails now, not on the user's click, if a template value is missing.
             self.provider(app, &params)?;
