@@ -823,3 +823,52 @@ async fn connect_params_templated_into_hosts_are_checked_against_the_apps_patter
     }
     assert_eq!(srv.connections(k).await.body["connections"], json!([]));
 }
+
+#[tokio::test]
+async fn redirect_urls_are_held_to_the_accounts_allow_list() {
+    use platform::domain::connections::ConnectionStore;
+    let peer = spawn_peer();
+    let srv = conn_server(Setup {
+        oauth_apps: acme_oauth(&peer),
+        ..Setup::default()
+    })
+    .await;
+    let a = srv.account("allow@example.com").await;
+    let k = a.key.expose();
+    let link = |to: &'static str| srv.link(k, "acme", json!({"redirect_url": to}));
+
+    // The first https origin the account uses becomes its allow list.
+    assert_eq!(link("https://app.example.com/done").await.status, 201);
+    assert_eq!(link("https://app.example.com/other?x=1").await.status, 201);
+    // Any other origin is refused: another host, a look-alike, another port or scheme.
+    for evil in [
+        "https://evil.example/phish",
+        "https://app.example.com.evil.example/cb",
+        "https://app.example.com:8443/cb",
+        "https://sub.app.example.com/cb",
+    ] {
+        let r = link(evil).await;
+        assert_eq!((r.status, r.code()), (422, "invalid_request"), "{evil}");
+        let detail = r.body["detail"].as_str().unwrap_or("");
+        assert!(detail.contains("allow list"), "{evil}: {detail}");
+        assert_documented(&r, "post", "/apps/{app}/connect");
+    }
+    // Loopback development URLs need no listing.
+    assert_eq!(link("http://127.0.0.1:3000/cb").await.status, 201);
+    // An operator adds a second origin (`api admin allow-redirect`).
+    srv.store
+        .add_redirect_origin(&a.account_id, "https://evil.example", false)
+        .await
+        .unwrap();
+    assert_eq!(link("https://evil.example/phish").await.status, 201);
+    // Another account's list is its own.
+    let b = srv.account("other@example.com").await;
+    let r = srv
+        .link(
+            b.key.expose(),
+            "acme",
+            json!({"redirect_url": "https://b.example/cb"}),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+}

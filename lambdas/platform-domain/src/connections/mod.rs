@@ -200,6 +200,16 @@ pub struct OAuthState {
 /// a conditional delete, so exactly one request gets each.
 #[async_trait]
 pub trait ConnectionStore: Send + Sync {
+    /// The origins the account's links may redirect to (empty when none is registered yet).
+    async fn redirect_origins(&self, account_id: &str) -> Result<Vec<String>, StoreError>;
+    /// Adds `origin` to the account's allow list; with `only_first`, only while the list is
+    /// empty (`Conflict` otherwise), so concurrent first links cannot register two origins.
+    async fn add_redirect_origin(
+        &self,
+        account_id: &str,
+        origin: &str,
+        only_first: bool,
+    ) -> Result<(), StoreError>;
     async fn put_link(&self, id: &str, link: &Link) -> Result<(), StoreError>;
     async fn get_link(&self, id: &str) -> Result<Option<Link>, StoreError>;
     /// Deletes the link if it is still there and unexpired; `Conflict` otherwise.
@@ -431,6 +441,15 @@ fn param_ok(name: &str, value: &str, rules: Option<&BTreeMap<String, ParamRule>>
     match rules.and_then(|r| r.get(name)) {
         Some(rule) => rule.regex().is_ok_and(|re| re.is_match(value)),
         None => is_host_label(value),
+    }
+}
+
+/// The origin a redirect URL is held to by the account's allow list; `None` for loopback
+/// development URLs, which need no listing (they cannot send a user to another site).
+pub fn redirect_origin(url: &url::Url) -> Option<String> {
+    match url.host() {
+        Some(h) if is_loopback_host(&h) => None,
+        _ => Some(url.origin().ascii_serialization()),
     }
 }
 

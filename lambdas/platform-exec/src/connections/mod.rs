@@ -92,6 +92,49 @@ impl Connections {
         connections::provider(self.catalog.as_ref(), &self.config.oauth, app, params)
     }
 
+    /// Holds `redirect_url` to the account's allow list of origins. The first https origin an
+    /// account uses is registered (trust on first use: only the key holder creates links);
+    /// any other origin needs `api admin allow-redirect`. Loopback URLs need no listing.
+    async fn check_redirect_origin(
+        &self,
+        account_id: &str,
+        redirect_url: &str,
+    ) -> Result<(), ConnectError> {
+        let url = connections::check_redirect_url(redirect_url).map_err(ConnectError::Invalid)?;
+        let Some(origin) = connections::redirect_origin(&url) else {
+            return Ok(());
+        };
+        for attempt in 0..2 {
+            let allowed = self.store.redirect_origins(account_id).await?;
+            if allowed.iter().any(|o| *o == origin) {
+                return Ok(());
+            }
+            if !allowed.is_empty() {
+                return Err(ConnectError::Invalid(format!(
+                    "redirect_url's origin {origin} is not on this account's allow list ({}); \
+                     an operator adds one with `api admin allow-redirect`",
+                    allowed.join(", ")
+                )));
+            }
+            match self
+                .store
+                .add_redirect_origin(account_id, &origin, true)
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!(account = %account_id, origin = %origin, "first redirect origin registered");
+                    return Ok(());
+                }
+                // Another first link won the race: check against what it registered.
+                Err(StoreError::Conflict(_)) if attempt == 0 => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ConnectError::Invalid(format!(
+            "redirect_url's origin {origin} is not on this account's allow list"
+        )))
+    }
+
     /// `POST /apps/{app}/connect` (and MCP `connect_app`, and a run's connect prompt).
     pub async fn create_link(
         &self,
@@ -107,6 +150,9 @@ impl Connections {
         if auth == AuthMethod::OAuth2 {
             // Fails now, not on the user's click, if a template value is missing.
             self.provider(app, &params)?;
+        }
+        if let Some(r) = redirect_url.as_deref() {
+            self.check_redirect_origin(account_id, r).await?;
         }
         let now = self.clock.now_ms();
         let id = connections::new_link_id();
