@@ -106,7 +106,7 @@ impl Connections {
         };
         for attempt in 0..2 {
             let allowed = self.store.redirect_origins(account_id).await?;
-            if allowed.iter().any(|o| *o == origin) {
+            if allowed.contains(&origin) {
                 return Ok(());
             }
             if !allowed.is_empty() {
