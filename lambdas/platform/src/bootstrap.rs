@@ -190,7 +190,10 @@ impl Platform {
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| *n > 0)
         {
-            tracing::warn!(limit, "{RATE_LIMIT_VAR} replaces the rate limit (local runs only)");
+            tracing::warn!(
+                limit,
+                "{RATE_LIMIT_VAR} replaces the rate limit (local runs only)"
+            );
             policy.limit = limit;
         }
         let app = App::new(
