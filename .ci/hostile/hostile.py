@@ -16,7 +16,7 @@ Standard library only: it runs wherever python3 does.
 
     hostile.py --target engine   --base http://127.0.0.1:PORT --doc local-agent/openapi.json
     hostile.py --target hub      --base http://127.0.0.1:PORT --doc local-agent/hub-openapi.json --udp 127.0.0.1:UDPPORT
-    hostile.py --target platform --base http://127.0.0.1:PORT --doc lambdas/platform/openapi.json --api-key KEY
+    hostile.py --target platform --base http://127.0.0.1:PORT --doc lambdas/platform-http/openapi.json --header "Authorization: Bearer KEY"
     hostile.py --target edge     --base http://127.0.0.1:PORT   (the document is GET /openapi.json)
 """
 
@@ -60,14 +60,17 @@ class Contract:
             for method, op in item.items():
                 if method.upper() in {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}:
                     methods[method.upper()] = set(op.get("responses", {}).keys())
-            pattern = re.escape(base + template)
+            # A path item may have servers of its own (the platform's hosted pages sit at "/").
+            own = item.get("servers")
+            path_base = urllib.parse.urlparse(own[0].get("url", "")).path.rstrip("/") if own else base
+            pattern = re.escape(path_base + template)
             pattern = re.sub(r"\\\{[^}]*\\\}", r"[^/]+", pattern)
-            self.routes.append((re.compile("^" + pattern + "$"), template, methods))
-        self.paths = [base + t for _, t, _ in self.routes]
+            self.routes.append((re.compile("^" + pattern + "$"), template, methods, path_base))
+        self.paths = [b + t for _, t, _, b in self.routes]
 
     def documented(self, path: str, method: str):
         """(template, statuses) for a path; statuses None when the path is not documented."""
-        for regex, template, methods in self.routes:
+        for regex, template, methods, _ in self.routes:
             if regex.match(path):
                 if method in methods:
                     return template, methods[method]
@@ -228,6 +231,11 @@ class Run:
         if self.args.normalises_dots:
             doc_path = remove_dot_segments(doc_path)
         template, listed = self.contract.documented(doc_path, method)
+        for regex, statuses in self.args.readme_routes:
+            # Routes a README documents outside the OpenAPI document (MCP, webhook ingress).
+            if template is None and re.fullmatch(regex, doc_path):
+                template, listed = regex, {str(s) for s in statuses}
+                break
         allowed = set(TRANSPORT_REFUSALS) | set(self.args.always_allowed)
         if method == "OPTIONS":
             allowed |= set(self.args.preflight)
@@ -251,6 +259,12 @@ class Run:
             self.violations.append(f"{what}: status {status} is not documented here ({sorted(allowed)})")
             return
         if status >= 400 and self.args.error_shape and method.upper() != "HEAD" and category != "framing":
+            if any(doc_path.startswith(p) for p in self.args.html_paths):
+                # Hosted pages answer people: their errors are HTML pages, as documented.
+                if "text/html" not in reply.headers.get("content-type", "") and reply.body.strip() \
+                        and "json" not in reply.headers.get("content-type", ""):
+                    self.violations.append(f"{what}: {status} page is neither HTML nor a problem")
+                return
             self.check_error_shape(what, reply)
 
     def check_error_shape(self, what: str, reply: Reply):
@@ -553,9 +567,15 @@ def main():
         "hub": dict(health="/health", error_shape="error,detail", always_allowed=[401, 403],
                     unknown_allowed=[401, 403], documented_5xx=[503], default_5xx=[], signatures=False,
                     fresh_client_ip=False, worker_marker=None, normalises_dots=False, preflight=[], site_paths=[]),
-        "platform": dict(health="/api/v1/health", error_shape="type,title,status", always_allowed=[401, 429],
+        # Platform errors are RFC 9457 problems, JSON-RPC errors on /mcp, HTML pages on the
+        # hosted connect pages. /mcp and /hooks are documented in lambdas/README.md (MCP server,
+        # webhook ingress), not in the REST document; their statuses are listed here from it.
+        "platform": dict(health="/api/v1/health", error_shape="type,title,status|jsonrpc,error", always_allowed=[401, 429],
                          unknown_allowed=[401, 403, 429], documented_5xx=[], default_5xx=[], signatures=False,
-                         fresh_client_ip=False, worker_marker=None, normalises_dots=False, preflight=[], site_paths=[]),
+                         fresh_client_ip=False, worker_marker=None, normalises_dots=False, preflight=[], site_paths=[],
+                         html_paths=["/connect/", "/oauth/"],
+                         readme_routes=[(r"/mcp(/k/[^/]+)?", [200, 202, 400, 401, 403, 404, 405, 406, 413, 415, 429]),
+                                        (r"/hooks/.*", [202, 404, 405, 409, 413, 429])]),
         # Edge errors are RFC 9457 problems, except where a protocol fixes its own shape: MCP's
         # JSON-RPC errors, ACP's {type, code, message} and UCP's {code, content}. Preflights
         # answer 204 (CORS).
@@ -568,6 +588,9 @@ def main():
     }
     for k, v in profiles[args.target].items():
         setattr(args, k, v)
+    for k, v in dict(readme_routes=[], html_paths=[]).items():
+        if not hasattr(args, k):
+            setattr(args, k, v)
     run = Run(args)
     start = run.run()
     took = time.monotonic() - start

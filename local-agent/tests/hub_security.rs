@@ -495,7 +495,13 @@ fn the_log_never_shows_the_token_or_a_session_key() {
         std::thread::sleep(Duration::from_millis(50));
     };
     let hub = format!("http://127.0.0.1:{hub_port}");
+    // The token percent-encoded in a URL (each '-' as %2D, and every byte as %XX in lower case):
+    // clients and proxies spell paths differently, and each spelling is the token.
+    let dashes = token.replace('-', "%2D");
+    let every: String = token.bytes().map(|b| format!("%{b:02x}")).collect();
     for (header, path) in [
+        ("X-Other: 1".to_string(), format!("/no-such-route/{dashes}")),
+        ("X-Other: 1".to_string(), format!("/nodes/{every}/x")),
         (format!("X-Service-Token: {token}"), "/nodes".to_string()),
         (
             format!("X-Service-Token: wrong-{token}"),
@@ -544,6 +550,12 @@ fn the_log_never_shows_the_token_or_a_session_key() {
         "trace logging produced almost nothing, so this test would prove nothing:\n{text}"
     );
     assert!(!text.contains(token), "the token is in the log:\n{text}");
+    for spelled in [&dashes, &every] {
+        assert!(
+            !text.contains(spelled.as_str()),
+            "the percent-encoded token is in the log:\n{text}"
+        );
+    }
     assert!(!text.contains(&key), "a session key is in the log:\n{text}");
 }
 

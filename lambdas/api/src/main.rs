@@ -12,6 +12,7 @@ use lambda_http::{Body, RequestExt, service_fn};
 use platform::bootstrap::{self, Platform};
 use platform::domain::accounts::{self, AccountError, AccountStore, IssuedKey};
 use platform::domain::clock::{Clock, SystemClock, rfc3339};
+use platform::domain::connections::ConnectionStore;
 use platform::env::TABLE_VAR;
 use platform::http::{App, ClientAddr};
 use serde_json::json;
@@ -67,6 +68,14 @@ enum Admin {
     ListKeys {
         #[arg(long)]
         account: String,
+    },
+    /// Adds an origin (`https://app.example.com`) that the account's connect links may redirect
+    /// to; the first one an account uses is registered on its own.
+    AllowRedirect {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        origin: String,
     },
 }
 
@@ -167,6 +176,21 @@ async fn run_admin(cmd: Admin) -> Result<serde_json::Value, String> {
                 .await
                 .map_err(err)?;
             Ok(json!({"account_id": account, "revoked": true}))
+        }
+        Admin::AllowRedirect { account, origin } => {
+            let url = platform::domain::connections::check_redirect_url(&origin)?;
+            let Some(origin) = platform::domain::connections::redirect_origin(&url) else {
+                return Err("loopback redirect URLs need no listing".into());
+            };
+            store
+                .add_redirect_origin(&account, &origin, false)
+                .await
+                .map_err(|e| e.to_string())?;
+            let all = store
+                .redirect_origins(&account)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(json!({"account_id": account, "redirect_origins": all}))
         }
         Admin::ListKeys { account } => {
             let keys = store

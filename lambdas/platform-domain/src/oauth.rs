@@ -66,6 +66,27 @@ pub struct OAuthAppConfig {
     /// Overrides the app's server URL from the catalog (tests, regional hosts).
     #[serde(default)]
     pub base_url: Option<String>,
+    /// Connect `params` this app takes, with the pattern each value must match in full (e.g.
+    /// `{"domain": {"pattern": "[a-z0-9-]+\\.example\\.(com|eu)"}}`). A param without a
+    /// declared pattern must be a single DNS label (see
+    /// [`crate::connections::check_link_request`]).
+    #[serde(default)]
+    pub params: BTreeMap<String, ParamRule>,
+}
+
+/// How a connect parameter is checked.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamRule {
+    /// A regular expression the whole value must match (anchored for you).
+    pub pattern: String,
+}
+
+impl ParamRule {
+    /// The pattern, anchored at both ends.
+    pub fn regex(&self) -> Result<regex::Regex, regex::Error> {
+        regex::Regex::new(&format!("^(?:{})$", self.pattern))
+    }
 }
 
 impl std::fmt::Debug for OAuthAppConfig {
@@ -108,6 +129,11 @@ impl OAuthApps {
             }
             if c.scope_separator.is_empty() {
                 return Err(bad("scope_separator is empty"));
+            }
+            if let Some((name, _)) = c.params.iter().find(|(_, r)| r.regex().is_err()) {
+                return Err(bad(&format!(
+                    "params.{name}.pattern is not a regular expression"
+                )));
             }
             if let Some(p) = &c.identity
                 && !p.is_empty()

@@ -78,6 +78,7 @@ impl App {
                 store: services.store.clone(),
                 clock: services.clock.clone(),
                 policy,
+                hook_blocked: Default::default(),
             },
             services,
             openapi: OpenApi::load()?,

@@ -194,6 +194,46 @@ fn form_fields(body: &[u8]) -> BTreeMap<String, String> {
     form_urlencoded::parse(body).into_owned().collect()
 }
 
+/// The consent page of an OAuth link: `GET` only shows it, so a link previewer (chat apps,
+/// mail scanners) that fetches the URL does not use the link up; the button's `POST` does.
+fn consent_page(conns: &Connections, app: &str) -> Page {
+    let name = escape(&conns.app_name(app));
+    page(
+        StatusCode::OK,
+        &format!("Connect {}", conns.app_name(app)),
+        &format!(
+            "<h1>Connect {name}</h1>\n<p>You will sign in to {name} and allow access there. \
+             This link works once.</p>\n<form method=\"post\" action=\"\">\n\
+             <button type=\"submit\">Continue to {name}</button>\n</form>"
+        ),
+    )
+}
+
+/// What the browser says about where a form submission came from.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Provenance<'a> {
+    /// The `Origin` header.
+    pub origin: Option<&'a str>,
+    /// The `Sec-Fetch-Site` header.
+    pub fetch_site: Option<&'a str>,
+}
+
+impl Provenance<'_> {
+    /// A POST from another site. Our own form posts same-origin; under `no-referrer` browsers
+    /// send `Origin: null` for it, so `null` passes, and so does a client that sends neither
+    /// header (the link id is the secret either way; this refuses pages that hold it and try to
+    /// submit it from elsewhere, e.g. after a leak through a previewer).
+    fn cross_site(&self, own_origin: &str) -> bool {
+        let foreign_origin = self
+            .origin
+            .is_some_and(|o| o != "null" && !o.eq_ignore_ascii_case(own_origin));
+        let foreign_fetch = self
+            .fetch_site
+            .is_some_and(|s| !matches!(s, "same-origin" | "none"));
+        foreign_origin || foreign_fetch
+    }
+}
+
 /// Answers a hosted route; `None` when the path is not one of them.
 pub async fn handle(
     conns: &Connections,
@@ -202,6 +242,7 @@ pub async fn handle(
     query: Option<&str>,
     content_type: Option<&str>,
     body: &[u8],
+    from: Provenance<'_>,
 ) -> Option<Page> {
     if path == "/oauth/callback" {
         if method != Method::GET {
@@ -220,12 +261,15 @@ pub async fn handle(
     Some(match *method {
         Method::GET => match conns.peek_link(id).await {
             Err(e) => error_page(&e),
-            Ok(link) if link.auth == AuthMethod::OAuth2 => match conns.start_oauth(id).await {
-                Ok(to) => redirect(StatusCode::FOUND, to),
-                Err(e) => error_page(&e),
-            },
+            Ok(link) if link.auth == AuthMethod::OAuth2 => consent_page(conns, &link.app),
             Ok(link) => form_page(conns, &link.app, link.auth, None),
         },
+        Method::POST if from.cross_site(&conns.public_origin()) => page(
+            StatusCode::FORBIDDEN,
+            "Not allowed",
+            "<h1>Not allowed</h1>\n<p class=\"error\" role=\"alert\">This form can only be \
+             submitted from its own page.</p>",
+        ),
         Method::POST => submit(conns, id, content_type, body).await,
         _ => page(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -241,9 +285,11 @@ async fn submit(conns: &Connections, id: &str, content_type: Option<&str>, body:
         Err(e) => return error_page(&e),
     };
     if link.auth == AuthMethod::OAuth2 {
-        return error_page(&PageError::Invalid(
-            "This link connects through the app's sign-in page; open it instead.".into(),
-        ));
+        // The consent page's button: the link is used up here, not by the GET.
+        return match conns.start_oauth(id).await {
+            Ok(to) => redirect(StatusCode::SEE_OTHER, to),
+            Err(e) => error_page(&e),
+        };
     }
     let essence = content_type
         .and_then(|c| c.split(';').next())

@@ -1,8 +1,10 @@
 //! Keeps secrets out of logs and problem documents.
 //!
-//! The MCP URL form `/mcp/k/<API_KEY>` carries the key in the path, which proxies and log
-//! pipelines treat as harmless. Every path that leaves the router (logs, `instance` of problems,
-//! run records) goes through [`redact_path`].
+//! Three routes carry a secret in the path, which proxies and log pipelines treat as harmless:
+//! the MCP URL form `/mcp/k/<API_KEY>`, the connect link `/connect/<link id>` and the webhook
+//! ingress `/hooks/<trigger id>/<token>`. Every path that leaves the router (logs, `instance` of
+//! problems, run records) goes through [`redact_path`], which also drops the query string (the
+//! OAuth callback's `state` and `code` travel there).
 
 use std::borrow::Cow;
 
@@ -23,8 +25,16 @@ pub fn redact_path(path: &str) -> Cow<'_, str> {
     if segments.len() >= 3 && segments[0].eq_ignore_ascii_case("hooks") {
         return Cow::Owned(format!("/hooks/{}/{REDACTED}", segments[1]));
     }
+    // `/connect/<link id>[/...]`: the link id is the single-use secret.
+    if segments.len() >= 2 && segments[0].eq_ignore_ascii_case("connect") {
+        return Cow::Owned(format!("/connect/{REDACTED}"));
+    }
     if !is_url_key {
-        return Cow::Borrowed(path);
+        return if path_only.len() == path.len() {
+            Cow::Borrowed(path)
+        } else {
+            Cow::Borrowed(path_only)
+        };
     }
     let mut out = String::from("/mcp/k/");
     out.push_str(REDACTED);
@@ -38,6 +48,23 @@ pub fn redact_path(path: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn link_ids_and_queries_are_redacted() {
+        for p in [
+            "/connect/cl_SeCrEt",
+            "//connect/cl_SeCrEt",
+            "/CONNECT/cl_SeCrEt/extra",
+            "/connect/cl_SeCrEt?x=1",
+        ] {
+            assert_eq!(redact_path(p), "/connect/[redacted]", "{p}");
+        }
+        assert_eq!(
+            redact_path("/oauth/callback?state=SeCrEt&code=SeCrEt"),
+            "/oauth/callback"
+        );
+        assert_eq!(redact_path("/connect"), "/connect");
+    }
 
     #[test]
     fn hook_tokens_are_redacted() {

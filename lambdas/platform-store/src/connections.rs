@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::ReturnValue;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use platform_domain::StoreError;
 use platform_domain::connections::{
     AuthMethod, ConnStatus, Connection, ConnectionStore, Link, OAuthState, REVOKED_RETENTION_S,
@@ -23,9 +23,11 @@ use platform_domain::ids::sha256_hex;
 use crate::dynamo::DynamoStore;
 use crate::error::write_error;
 use crate::item::{Item, ItemBuilder, get_n, get_s, n, opt_s, s};
-use crate::layout::{CONNECTION_PREFIX, LINK_SK, STATE_SK, account_pk};
+use crate::layout::{ACCOUNT_SK, CONNECTION_PREFIX, LINK_SK, STATE_SK, account_pk};
 use crate::table::{PK, SK, TTL_ATTRIBUTE};
 
+/// Attribute of the account item: the origins its links may redirect to (a string set).
+const REDIRECT_ORIGINS: &str = "redirect_origins";
 const LINK_GONE: &str = "the link was used or has expired";
 const STATE_GONE: &str = "unknown, used or expired state";
 
@@ -152,6 +154,43 @@ impl DynamoStore {
 
 #[async_trait]
 impl ConnectionStore for DynamoStore {
+    async fn redirect_origins(&self, account_id: &str) -> Result<Vec<String>, StoreError> {
+        let got = self.get_item(account_pk(account_id), ACCOUNT_SK).await?;
+        Ok(got
+            .as_ref()
+            .and_then(|i| i.get(REDIRECT_ORIGINS))
+            .and_then(|v| v.as_ss().ok())
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn add_redirect_origin(
+        &self,
+        account_id: &str,
+        origin: &str,
+        only_first: bool,
+    ) -> Result<(), StoreError> {
+        let condition = if only_first {
+            "attribute_exists(#pk) AND attribute_not_exists(#ro)"
+        } else {
+            "attribute_exists(#pk)"
+        };
+        self.client()
+            .update_item()
+            .table_name(self.table())
+            .key(PK, s(account_pk(account_id)))
+            .key(SK, s(ACCOUNT_SK))
+            .update_expression("ADD #ro :o")
+            .condition_expression(condition)
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#ro", REDIRECT_ORIGINS)
+            .expression_attribute_values(":o", AttributeValue::Ss(vec![origin.to_owned()]))
+            .send()
+            .await
+            .map_err(|e| write_error(e, "no such account, or it already has redirect origins"))?;
+        Ok(())
+    }
+
     async fn put_link(&self, id: &str, link: &Link) -> Result<(), StoreError> {
         let item = attempt_item(
             link_pk(id),

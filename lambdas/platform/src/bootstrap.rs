@@ -22,7 +22,8 @@ use tracing_subscriber::EnvFilter;
 
 use crate::env::{
     BASE_URL_OVERRIDES_VAR, CATALOG_VAR, CREDENTIALS_KEY_VAR, CREDENTIALS_LOCAL_KEY_VAR,
-    ENDPOINT_VAR, LOG_VAR, OAUTH_APPS_VAR, OUTBOUND_ALLOW_VAR, PUBLIC_BASE_URL_VAR, TABLE_VAR,
+    ENDPOINT_VAR, LOG_VAR, OAUTH_APPS_VAR, OUTBOUND_ALLOW_VAR, PUBLIC_BASE_URL_VAR, RATE_LIMIT_VAR,
+    TABLE_VAR,
 };
 
 /// Why a start-up step failed, in the operator's terms (which variable to set or fix).
@@ -183,11 +184,23 @@ impl Platform {
     /// still serve, and those endpoints answer 503 with the reason, rather than the whole
     /// function failing to start.
     pub fn api_app(&self) -> Result<App, BootError> {
+        let mut policy = RateLimitPolicy::default();
+        if let Some(limit) = std::env::var(RATE_LIMIT_VAR)
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|n| *n > 0)
+        {
+            tracing::warn!(
+                limit,
+                "{RATE_LIMIT_VAR} replaces the rate limit (local runs only)"
+            );
+            policy.limit = limit;
+        }
         let app = App::new(
             self.store.clone(),
             self.catalog.clone(),
             self.clock.clone(),
-            RateLimitPolicy::default(),
+            policy,
         )?;
         let integrations = match &self.integrations {
             Ok(i) => i.clone(),

@@ -41,6 +41,11 @@ pub const OAUTH_APPS_VAR: &str = "OAUTH_APPS";
 /// plain `http` is also allowed (local testing only).
 pub const OUTBOUND_ALLOW_VAR: &str = "PLATFORM_OUTBOUND_ALLOW";
 
+/// Requests per minute per key (and per anonymous address) instead of 120: for hostile-input
+/// and load runs against `api --local` only, so that they test the routes rather than the
+/// limiter (which `platform/tests/rate_limit.rs` tests).
+pub const RATE_LIMIT_VAR: &str = "PLATFORM_RATE_LIMIT";
+
 /// What the `api` function reads in AWS (the Lambda runtime supplies `AWS_*` itself).
 /// `PUBLIC_BASE_URL` is where connect links and webhook ingress URLs point; `OAUTH_APPS` names
 /// the OAuth client file inside the package (optional: without it only API-key and basic-auth
@@ -70,4 +75,5 @@ pub const LOCAL_ONLY_ENV: &[&str] = &[
     OUTBOUND_ALLOW_VAR,
     CREDENTIALS_LOCAL_KEY_VAR,
     BASE_URL_OVERRIDES_VAR,
+    RATE_LIMIT_VAR,
 ];

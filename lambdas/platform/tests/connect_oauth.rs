@@ -10,8 +10,8 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::{assert_documented, get};
 use conn_common::{
-    ConnServer, Setup, acme_oauth, browse, conn_server, html, location, oauth_dance, query_of,
-    spawn_peer,
+    ConnServer, Setup, acme_oauth, browse, conn_server, html, location, oauth_dance, open_link,
+    query_of, spawn_peer,
 };
 use platform::domain::clock::Clock;
 use platform::store::table::{PK, SK};
@@ -81,8 +81,8 @@ async fn oauth_connect_stores_an_encrypted_connection_and_runs_with_it() {
     );
 
     // The hosted page sends the browser to the provider with state and PKCE S256.
-    let open = browse(&url).await;
-    assert_eq!(open.status, 302, "{}", html(&open));
+    let open = open_link(&url).await;
+    assert_eq!(open.status, 303, "{}", html(&open));
     assert_eq!(open.header("referrer-policy"), Some("no-referrer"));
     assert_eq!(open.header("cache-control"), Some("no-store"));
     let to_provider = location(&open);
@@ -249,8 +249,8 @@ async fn expired_links_bad_state_and_denied_consent_store_nothing() {
     // A mismatched state: the provider's callback with the state swapped for another attempt's.
     let l1 = srv.link(k, "acme", json!({})).await;
     let l2 = srv.link(k, "acme", json!({})).await;
-    let p1 = location(&browse(l1.body["url"].as_str().unwrap()).await);
-    let p2 = location(&browse(l2.body["url"].as_str().unwrap()).await);
+    let p1 = location(&open_link(l1.body["url"].as_str().unwrap()).await);
+    let p2 = location(&open_link(l2.body["url"].as_str().unwrap()).await);
     let cb1 = location(&browse(&p1).await);
     let state2 = query_of(&p2)["state"].clone();
     let mut swapped = url::Url::parse(&cb1).unwrap();
@@ -621,7 +621,7 @@ async fn provider_quirks_pkce_off_client_secret_post_and_comma_scopes() {
     let a = srv.account("quirks@example.com").await;
     let k = a.key.expose();
     let link = srv.link(k, "acme", json!({})).await;
-    let to_provider = location(&browse(link.body["url"].as_str().unwrap()).await);
+    let to_provider = location(&open_link(link.body["url"].as_str().unwrap()).await);
     let q = query_of(&to_provider);
     assert!(!q.contains_key("code_challenge"), "{to_provider}");
     assert_eq!(q["scope"], "notes:read,notes:write");
@@ -700,4 +700,175 @@ async fn redirect_url_must_be_https_or_loopback_http() {
         location(&back),
         "http://127.0.0.1:3000/cb?status=error&error=access_denied"
     );
+}
+
+/// POSTs an empty form to `url` with extra headers (what a browser adds on submission).
+async fn post_with(url: &str, headers: &[(&str, &str)]) -> common::Resp {
+    let u = url::Url::parse(url).unwrap();
+    let base = format!("http://{}:{}", u.host_str().unwrap(), u.port().unwrap());
+    let call = common::Call {
+        method: http::Method::POST,
+        path: u.path(),
+        key: None,
+        content_type: Some("application/x-www-form-urlencoded"),
+        body: Vec::new(),
+    };
+    common::send_with_headers(&base, call, headers).await
+}
+
+#[tokio::test]
+async fn link_previews_do_not_use_a_link_up_and_only_its_own_page_can() {
+    let peer = spawn_peer();
+    let srv = conn_server(Setup {
+        oauth_apps: acme_oauth(&peer),
+        ..Setup::default()
+    })
+    .await;
+    let a = srv.account("preview@example.com").await;
+    let k = a.key.expose();
+    let link = srv.link(k, "acme", json!({})).await;
+    let url = link.body["url"].as_str().unwrap().to_owned();
+
+    // A chat app's previewer and a mail scanner fetch the link first: each sees the consent page,
+    // nothing is used up, no state is made and the provider is not contacted.
+    for _ in 0..3 {
+        let seen = browse(&url).await;
+        assert_eq!(seen.status, 200, "{}", html(&seen));
+        assert_eq!(seen.header("cache-control"), Some("no-store"));
+        assert!(html(&seen).contains("Continue to"));
+        assert!(seen.header("location").is_none());
+    }
+    // A page elsewhere that learned the URL cannot submit it for the user.
+    for headers in [
+        &[("origin", "https://evil.example")][..],
+        &[("sec-fetch-site", "cross-site")][..],
+    ] {
+        let forged = post_with(&url, headers).await;
+        assert_eq!(forged.status, 403, "{headers:?}: {}", html(&forged));
+    }
+    // The person presses the button (a same-origin form POST: `Origin: null` under
+    // `no-referrer`): the link is used up now, and only now.
+    let go = post_with(
+        &url,
+        &[("origin", "null"), ("sec-fetch-site", "same-origin")],
+    )
+    .await;
+    assert_eq!(go.status, 303, "{}", html(&go));
+    assert!(location(&go).starts_with(&format!("{}/authorize?", peer.url)));
+    let again = post_with(&url, &[]).await;
+    assert_eq!(again.status, 404, "{}", html(&again));
+    assert_eq!(browse(&url).await.status, 404);
+    let done = browse(&location(&browse(&location(&go)).await)).await;
+    assert_eq!(done.status, 200, "{}", html(&done));
+}
+
+#[tokio::test]
+async fn connect_params_templated_into_hosts_are_checked_against_the_apps_patterns() {
+    let peer = spawn_peer();
+    let mut apps = acme_oauth(&peer);
+    // The provider's endpoints live on a per-tenant host; `region` has a declared pattern,
+    // `tenant` has none (so it must be one host label).
+    apps["acme"]["authorize_url"] = json!("https://{tenant}.acme.example/{region}/authorize");
+    apps["acme"]["token_url"] = json!("https://{tenant}.acme.example/{region}/token");
+    apps["acme"]["params"] = json!({"region": {"pattern": "[a-z]{2}-[a-z]+-[0-9]"}});
+    let srv = conn_server(Setup {
+        oauth_apps: apps,
+        ..Setup::default()
+    })
+    .await;
+    let a = srv.account("params@example.com").await;
+    let k = a.key.expose();
+    let link = |tenant: &str, region: &str| {
+        srv.link(
+            k,
+            "acme",
+            json!({"params": {"tenant": tenant, "region": region}}),
+        )
+    };
+
+    let ok = link("tenant-1", "eu-west-1").await;
+    assert_eq!(ok.status, 201, "{}", ok.body);
+    for tenant in [
+        "evil.com/",
+        "a@b",
+        "..",
+        "%2f",
+        "evil.com",
+        "evil.com#",
+        "-x",
+        "x-",
+        "a b",
+        "",
+        "evil.com%2f",
+        "xn--",
+        &"a".repeat(64),
+    ] {
+        let r = link(tenant, "eu-west-1").await;
+        assert_eq!(r.status, 422, "tenant {tenant:?}: {}", r.body);
+        assert_documented(&r, "post", "/apps/{app}/connect");
+    }
+    for region in [
+        "EU",
+        "eu-west-1/../x",
+        "eu-west-1.evil.com",
+        "..",
+        "eu_west_1",
+    ] {
+        let r = link("tenant-1", region).await;
+        assert_eq!(r.status, 422, "region {region:?}: {}", r.body);
+        let detail = r.body["detail"].as_str().unwrap_or("");
+        if r.code() == "invalid_request" {
+            assert!(detail.contains("params.region"), "{region:?}: {detail}");
+        }
+    }
+    assert_eq!(srv.connections(k).await.body["connections"], json!([]));
+}
+
+#[tokio::test]
+async fn redirect_urls_are_held_to_the_accounts_allow_list() {
+    use platform::domain::connections::ConnectionStore;
+    let peer = spawn_peer();
+    let srv = conn_server(Setup {
+        oauth_apps: acme_oauth(&peer),
+        ..Setup::default()
+    })
+    .await;
+    let a = srv.account("allow@example.com").await;
+    let k = a.key.expose();
+    let link = |to: &'static str| srv.link(k, "acme", json!({"redirect_url": to}));
+
+    // The first https origin the account uses becomes its allow list.
+    assert_eq!(link("https://app.example.com/done").await.status, 201);
+    assert_eq!(link("https://app.example.com/other?x=1").await.status, 201);
+    // Any other origin is refused: another host, a look-alike, another port or scheme.
+    for evil in [
+        "https://evil.example/phish",
+        "https://app.example.com.evil.example/cb",
+        "https://app.example.com:8443/cb",
+        "https://sub.app.example.com/cb",
+    ] {
+        let r = link(evil).await;
+        assert_eq!((r.status, r.code()), (422, "invalid_request"), "{evil}");
+        let detail = r.body["detail"].as_str().unwrap_or("");
+        assert!(detail.contains("allow list"), "{evil}: {detail}");
+        assert_documented(&r, "post", "/apps/{app}/connect");
+    }
+    // Loopback development URLs need no listing.
+    assert_eq!(link("http://127.0.0.1:3000/cb").await.status, 201);
+    // An operator adds a second origin (`api admin allow-redirect`).
+    srv.store
+        .add_redirect_origin(&a.account_id, "https://evil.example", false)
+        .await
+        .unwrap();
+    assert_eq!(link("https://evil.example/phish").await.status, 201);
+    // Another account's list is its own.
+    let b = srv.account("other@example.com").await;
+    let r = srv
+        .link(
+            b.key.expose(),
+            "acme",
+            json!({"redirect_url": "https://b.example/cb"}),
+        )
+        .await;
+    assert_eq!(r.status, 201);
 }

@@ -756,3 +756,113 @@ async fn the_webhook_ingress_fans_an_apps_webhook_out_as_a_signed_event() {
     let t = p.trigger(&key, id).await;
     assert!(t.body["health"]["last_event_at"].is_string());
 }
+
+/// Sends `call` from the loopback address `source` (all of 127.0.0.0/8 is this host), so that
+/// the platform sees different client addresses.
+async fn send_from(base: &str, source: [u8; 4], call: Call<'_>) -> Resp {
+    use http_body_util::BodyExt;
+    use hyper_util::client::legacy::Client;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    let mut conn = HttpConnector::new();
+    conn.set_local_address(Some(std::net::IpAddr::from(source)));
+    let client: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(hyper_util::rt::TokioExecutor::new()).build(conn);
+    let mut req = http::Request::builder()
+        .method(call.method)
+        .uri(format!("{base}{}", call.path));
+    if let Some(ct) = call.content_type {
+        req = req.header("content-type", ct);
+    }
+    let resp = client
+        .request(req.body(Full::new(Bytes::from(call.body))).unwrap())
+        .await
+        .expect("request reaches the local server");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let raw = resp.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    Resp {
+        status,
+        headers,
+        raw,
+        body,
+    }
+}
+
+#[tokio::test]
+async fn a_flood_of_made_up_trigger_ids_is_bounded_per_source_and_spares_real_senders() {
+    const MISS_BUDGET: usize = 20;
+    let p = platform(loopback_policy(), HashMap::new()).await;
+    let key = p.key("flood@example.com").await;
+    let r = p
+        .create(
+            &key,
+            json!({"app": "github", "event": "webhook",
+                   "webhook_url": format!("{}/r/hook", p.receiver.base)}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let id = r.body["id"].as_str().unwrap().to_string();
+    let hook_path = r.body["hook_url"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("https://platform.example")
+        .unwrap()
+        .to_string();
+
+    // The attacker (127.0.0.2) invents a fresh trigger id per request: each used to get a fresh
+    // bucket, so none was ever refused.
+    let attacker = [127, 0, 0, 2];
+    let (mut missed, mut refused) = (0, 0);
+    for i in 0..200u32 {
+        let path = format!("/hooks/trg_{i:020x}/guess{i}");
+        let r = send_from(&p.base, attacker, post_json(&path, None, &json!({}))).await;
+        match r.status {
+            404 => {
+                assert_eq!(r.code(), "hook_not_found");
+                missed += 1;
+            }
+            429 => {
+                assert_eq!(r.code(), "rate_limited");
+                let after: u64 = r.header("retry-after").unwrap().parse().unwrap();
+                assert!((1..=60).contains(&after), "Retry-After {after}");
+                refused += 1;
+            }
+            s => panic!("unexpected {s}: {:?}", r.body),
+        }
+    }
+    assert_eq!((missed, refused), (MISS_BUDGET, 200 - MISS_BUDGET));
+    // Guessing the real trigger's token is refused the same way.
+    let guess = format!("/hooks/{id}/not-the-token");
+    let r = send_from(&p.base, attacker, post_json(&guess, None, &json!({}))).await;
+    assert_eq!(r.status, 429);
+
+    // Another source that sends a wrong token still gets the plain 404, and the real sender
+    // (127.0.0.1, with the token) is not limited by what the attacker did with its trigger id.
+    let r = send_from(&p.base, [127, 0, 0, 3], post_json(&guess, None, &json!({}))).await;
+    assert_eq!((r.status, r.code()), (404, "hook_not_found"));
+    let r = send(&p.base, post_json(&hook_path, None, &json!({"n": 1}))).await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+
+    // Once over its budget the source is refused without a store call: with the table gone
+    // the answer is still 429, not 503 store_unavailable.
+    p.store
+        .client()
+        .delete_table()
+        .table_name(p.store.table())
+        .send()
+        .await
+        .unwrap();
+    let r = send_from(
+        &p.base,
+        attacker,
+        post_json("/hooks/trg_x/y", None, &json!({})),
+    )
+    .await;
+    assert_eq!((r.status, r.code()), (429, "rate_limited"), "{:?}", r.body);
+    let r = send(&p.base, post_json(&hook_path, None, &json!({"n": 2}))).await;
+    assert_eq!(
+        r.status, 503,
+        "the real sender does reach the (now missing) store"
+    );
+}

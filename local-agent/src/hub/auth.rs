@@ -84,16 +84,30 @@ impl TokenRule {
 
     /// `text` (a request path for the log) with every occurrence of the token replaced by
     /// `[redacted]`: a client that puts the token in a URL by mistake must not put it in the
-    /// user's log.
+    /// user's log. Each byte of the token may be spelled literally or percent-encoded (`%2D`,
+    /// `%2d`), as clients and proxies encode paths differently.
     pub fn redact(&self, text: &str) -> String {
-        match self
-            .token
-            .as_deref()
-            .and_then(|t| std::str::from_utf8(t).ok())
-        {
-            Some(token) if text.contains(token) => text.replace(token, "[redacted]"),
-            _ => text.to_string(),
+        let Some(token) = self.token.as_deref() else {
+            return text.to_string();
+        };
+        let raw = text.as_bytes();
+        let mut out = String::with_capacity(text.len());
+        let (mut i, mut copied) = (0, 0);
+        while i < raw.len() {
+            match match_encoded(raw, i, token)
+                .filter(|&end| text.is_char_boundary(i) && text.is_char_boundary(end))
+            {
+                Some(end) => {
+                    out.push_str(&text[copied..i]);
+                    out.push_str("[redacted]");
+                    i = end;
+                    copied = end;
+                }
+                None => i += 1,
+            }
         }
+        out.push_str(&text[copied..]);
+        out
     }
 
     /// Applies the rule to a caller at `peer` with request `headers`.
@@ -139,6 +153,26 @@ pub fn refuse_allow_list(text: &str) -> Result<(), AllowListRemoved> {
     }
 }
 
+/// Where `token` ends if it starts at `raw[start]`, each of its bytes literal or as `%XX`.
+fn match_encoded(raw: &[u8], start: usize, token: &[u8]) -> Option<usize> {
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut j = start;
+    for &want in token {
+        match raw.get(j)? {
+            b'%' => {
+                let (hi, lo) = (hex(*raw.get(j + 1)?)?, hex(*raw.get(j + 2)?)?);
+                if hi * 16 + lo != want {
+                    return None;
+                }
+                j += 3;
+            }
+            &c if c == want => j += 1,
+            _ => return None,
+        }
+    }
+    Some(j)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +183,26 @@ mod tests {
         assert_eq!(rule.redact("/x/s3cret-tok/y"), "/x/[redacted]/y");
         assert_eq!(rule.redact("/nodes"), "/nodes");
         assert_eq!(TokenRule::new(None).redact("/s3cret-tok"), "/s3cret-tok");
+    }
+
+    #[test]
+    fn a_percent_encoded_token_is_redacted_too() {
+        let rule = TokenRule::new(Some("s3cret-tok"));
+        for path in [
+            "/x/s3cret%2Dtok/y",
+            "/x/s3cret%2dtok/y",
+            "/x/%73%33%63%72%65%74%2d%74%6f%6b/y",
+            "/x/%733cret-tok/y",
+        ] {
+            assert_eq!(rule.redact(path), "/x/[redacted]/y", "{path}");
+        }
+        // Twice, and next to multi-byte text, and a near miss left alone.
+        assert_eq!(
+            rule.redact("/é/s3cret-tok/s3cret%2Dtok"),
+            "/é/[redacted]/[redacted]"
+        );
+        assert_eq!(rule.redact("/s3cret-to%"), "/s3cret-to%");
+        assert_eq!(rule.redact("/s3cret%2Xtok"), "/s3cret%2Xtok");
     }
     use http::HeaderValue;
 

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::apps::Catalog;
 use crate::clock::rfc3339;
 use crate::error::StoreError;
-use crate::oauth::{OAuthApps, Provider};
+use crate::oauth::{OAuthApps, ParamRule, Provider};
 use crate::secrets::SealError;
 use platform_search::model::AuthKind;
 
@@ -200,6 +200,16 @@ pub struct OAuthState {
 /// a conditional delete, so exactly one request gets each.
 #[async_trait]
 pub trait ConnectionStore: Send + Sync {
+    /// The origins the account's links may redirect to (empty when none is registered yet).
+    async fn redirect_origins(&self, account_id: &str) -> Result<Vec<String>, StoreError>;
+    /// Adds `origin` to the account's allow list; with `only_first`, only while the list is
+    /// empty (`Conflict` otherwise), so concurrent first links cannot register two origins.
+    async fn add_redirect_origin(
+        &self,
+        account_id: &str,
+        origin: &str,
+        only_first: bool,
+    ) -> Result<(), StoreError>;
     async fn put_link(&self, id: &str, link: &Link) -> Result<(), StoreError>;
     async fn get_link(&self, id: &str) -> Result<Option<Link>, StoreError>;
     /// Deletes the link if it is still there and unexpired; `Conflict` otherwise.
@@ -410,11 +420,46 @@ pub fn check_redirect_url(raw: &str) -> Result<url::Url, String> {
     Ok(url)
 }
 
-/// The label, redirect URL and template parameters of a new link, checked.
+/// A connect parameter's value without a declared pattern: one DNS label (letters, digits and
+/// inner hyphens, at most 63), because values are templated into URLs' hosts, where a dot, a
+/// slash, an `@` or a percent sign would move the request to another host.
+fn is_host_label(v: &str) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// Whether `value` is acceptable for param `name`: the characters every param is limited to,
+/// never `..`, and then the app's declared pattern, or else a single host label.
+fn param_ok(name: &str, value: &str, rules: Option<&BTreeMap<String, ParamRule>>) -> bool {
+    if !valid_param(value) || value.contains("..") {
+        return false;
+    }
+    match rules.and_then(|r| r.get(name)) {
+        Some(rule) => rule.regex().is_ok_and(|re| re.is_match(value)),
+        None => is_host_label(value),
+    }
+}
+
+/// The origin a redirect URL is held to by the account's allow list; `None` for loopback
+/// development URLs, which need no listing (they cannot send a user to another site).
+pub fn redirect_origin(url: &url::Url) -> Option<String> {
+    match url.host() {
+        Some(h) if is_loopback_host(&h) => None,
+        _ => Some(url.origin().ascii_serialization()),
+    }
+}
+
+/// The label, redirect URL and template parameters of a new link, checked. `rules` are the
+/// patterns the app's OAuth client declares for its params, if any.
 pub fn check_link_request(
     label: Option<&str>,
     redirect_url: Option<&str>,
     params: &BTreeMap<String, String>,
+    rules: Option<&BTreeMap<String, ParamRule>>,
 ) -> Result<(), ConnectError> {
     if let Some(l) = label
         && (l.trim().is_empty() || l.chars().count() > MAX_LABEL)
@@ -426,13 +471,19 @@ pub fn check_link_request(
     if let Some(r) = redirect_url {
         check_redirect_url(r).map_err(ConnectError::Invalid)?;
     }
-    if let Some((k, _)) = params
-        .iter()
-        .find(|(k, v)| !valid_param(k) || !valid_param(v))
-    {
+    if let Some((k, _)) = params.iter().find(|(k, _)| !valid_param(k)) {
         return Err(ConnectError::Invalid(format!(
-            "params.{k}: names and values are 1 to 100 letters, digits, '-', '.' or '_'"
+            "params.{k}: names are 1 to 100 letters, digits, '-', '.' or '_'"
         )));
+    }
+    if let Some((k, _)) = params.iter().find(|(k, v)| !param_ok(k, v, rules)) {
+        let rule = match rules.and_then(|r| r.get(k.as_str())) {
+            Some(r) => format!("must match the app's pattern {:?}", r.pattern),
+            None => {
+                "must be one host name label (letters, digits and inner '-', at most 63)".to_owned()
+            }
+        };
+        return Err(ConnectError::Invalid(format!("params.{k} {rule}")));
     }
     Ok(())
 }

@@ -68,6 +68,13 @@ impl Connections {
         self.clock.now_ms()
     }
 
+    /// The platform's public origin (`scheme://host[:port]`), which the hosted forms post from.
+    pub fn public_origin(&self) -> String {
+        url::Url::parse(&self.config.public_base_url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_else(|_| self.config.public_base_url.clone())
+    }
+
     /// The app's display name (its id when the catalog has none).
     pub fn app_name(&self, app: &str) -> String {
         self.catalog
@@ -85,6 +92,49 @@ impl Connections {
         connections::provider(self.catalog.as_ref(), &self.config.oauth, app, params)
     }
 
+    /// Holds `redirect_url` to the account's allow list of origins. The first https origin an
+    /// account uses is registered (trust on first use: only the key holder creates links);
+    /// any other origin needs `api admin allow-redirect`. Loopback URLs need no listing.
+    async fn check_redirect_origin(
+        &self,
+        account_id: &str,
+        redirect_url: &str,
+    ) -> Result<(), ConnectError> {
+        let url = connections::check_redirect_url(redirect_url).map_err(ConnectError::Invalid)?;
+        let Some(origin) = connections::redirect_origin(&url) else {
+            return Ok(());
+        };
+        for attempt in 0..2 {
+            let allowed = self.store.redirect_origins(account_id).await?;
+            if allowed.contains(&origin) {
+                return Ok(());
+            }
+            if !allowed.is_empty() {
+                return Err(ConnectError::Invalid(format!(
+                    "redirect_url's origin {origin} is not on this account's allow list ({}); \
+                     an operator adds one with `api admin allow-redirect`",
+                    allowed.join(", ")
+                )));
+            }
+            match self
+                .store
+                .add_redirect_origin(account_id, &origin, true)
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!(account = %account_id, origin = %origin, "first redirect origin registered");
+                    return Ok(());
+                }
+                // Another first link won the race: check against what it registered.
+                Err(StoreError::Conflict(_)) if attempt == 0 => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ConnectError::Invalid(format!(
+            "redirect_url's origin {origin} is not on this account's allow list"
+        )))
+    }
+
     /// `POST /apps/{app}/connect` (and MCP `connect_app`, and a run's connect prompt).
     pub async fn create_link(
         &self,
@@ -98,10 +148,14 @@ impl Connections {
         let app = platform_domain::apps::canonical_or_same(self.catalog.as_ref(), app);
         let app = app.as_str();
         let auth = connections::connect_method(self.catalog.as_ref(), &self.config.oauth, app)?;
-        connections::check_link_request(label.as_deref(), redirect_url.as_deref(), &params)?;
+        let rules = self.config.oauth.get(app).map(|c| &c.params);
+        connections::check_link_request(label.as_deref(), redirect_url.as_deref(), &params, rules)?;
         if auth == AuthMethod::OAuth2 {
             // Fails now, not on the user's click, if a template value is missing.
             self.provider(app, &params)?;
+        }
+        if let Some(r) = redirect_url.as_deref() {
+            self.check_redirect_origin(account_id, r).await?;
         }
         let now = self.clock.now_ms();
         let id = connections::new_link_id();

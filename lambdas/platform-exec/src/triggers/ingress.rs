@@ -3,6 +3,7 @@
 //! only its SHA-256 is stored, compared in constant time.
 
 use platform_domain::ids;
+use platform_domain::triggers::Trigger;
 use platform_domain::triggers::items::{event_message, matches_filter};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
@@ -18,17 +19,15 @@ pub enum Ingested {
     Enqueued(String),
 }
 
+/// A webhook trigger whose ingress token checked out ([`Triggers::check_hook`]).
+#[derive(Debug, Clone)]
+pub struct HookTrigger(Trigger);
+
 impl Triggers {
-    /// Takes the webhook `body` for trigger `id` presented with `token`. `sender_id` is the
-    /// sender's own delivery id (its retries are then one message). An unknown trigger and a
-    /// wrong token get the same answer.
-    pub async fn ingest(
-        &self,
-        id: &str,
-        token: &str,
-        sender_id: Option<&str>,
-        body: &[u8],
-    ) -> Result<Ingested, TriggersError> {
+    /// Finds trigger `id` and checks `token` against it (one read). An unknown trigger and a
+    /// wrong token get the same answer. Split from [`Triggers::ingest`] so that the ingress can
+    /// count a miss against the sender before anything else touches the store.
+    pub async fn check_hook(&self, id: &str, token: &str) -> Result<HookTrigger, TriggersError> {
         let Some((t, stored)) = self.store.hook_trigger(id).await? else {
             return Err(TriggersError::HookNotFound);
         };
@@ -36,6 +35,18 @@ impl Triggers {
         if !bool::from(stored.as_bytes().ct_eq(given.as_bytes())) {
             return Err(TriggersError::HookNotFound);
         }
+        Ok(HookTrigger(t))
+    }
+
+    /// Takes the webhook `body` for a checked trigger. `sender_id` is the sender's own delivery
+    /// id (its retries are then one message).
+    pub async fn ingest(
+        &self,
+        hook: HookTrigger,
+        sender_id: Option<&str>,
+        body: &[u8],
+    ) -> Result<Ingested, TriggersError> {
+        let t = hook.0;
         if !t.active {
             return Err(TriggersError::Disabled);
         }

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use crate::outbound::{Outbound, OutboundError};
 
-pub use ingress::Ingested;
+pub use ingress::{HookTrigger, Ingested};
 pub use poll::{ListSource, PollError, UrlListSource};
 
 /// Why a trigger request is refused.

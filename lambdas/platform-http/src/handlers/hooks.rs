@@ -1,16 +1,17 @@
 //! The public webhook ingress `/hooks/{trigger_id}/{token}`: no API key (the token in the path
-//! is the credential), rate-limited per trigger.
+//! is the credential), rate-limited per trigger and source address; misses (unknown trigger,
+//! wrong token) are bounded per source.
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use platform_domain::triggers::ID_PREFIX;
-use platform_exec::triggers::Ingested;
+use platform_exec::triggers::{Ingested, TriggersError};
 use serde_json::json;
 
 use super::ctx::Ctx;
 use crate::errors;
 use crate::extract::{MAX_BODY, declared_length};
-use crate::guard::Meta;
+use crate::guard::{Meta, address_subject};
 use crate::problem::Problem;
 use crate::reply::Reply;
 
@@ -27,12 +28,11 @@ impl Ctx<'_> {
         meta: &mut Meta,
     ) -> Result<Reply, Problem> {
         let svc = self.services.triggers()?;
-        let id = tail.split('/').next().unwrap_or("");
-        self.guard.rate_limit(&format!("hook:{id}"), meta).await?;
-        let parts: Vec<&str> = tail.split('/').collect();
-        let [id, token] = parts.as_slice() else {
-            return Err(errors::hook_not_found());
-        };
+        // The trigger id in the path is the sender's choice: limits keyed by it alone give an
+        // attacker a fresh bucket per made-up id. So the source comes first: a source that
+        // spent its miss budget is refused from memory, before any store call.
+        let source = address_subject(req);
+        self.guard.hook_refused(&source, meta)?;
         if req.method() != Method::POST {
             meta.allow = Some("POST".to_owned());
             return Err(Problem::new(
@@ -49,9 +49,31 @@ impl Ctx<'_> {
                 format!("Webhooks are limited to {MAX_HOOK_BODY} bytes."),
             ));
         }
-        if !id.starts_with(ID_PREFIX) || token.is_empty() {
-            return Err(errors::hook_not_found());
-        }
+        let parts: Vec<&str> = tail.split('/').collect();
+        let (id, token) = match parts.as_slice() {
+            [id, token] if id.starts_with(ID_PREFIX) && !token.is_empty() => (*id, *token),
+            _ => {
+                return Err(self
+                    .guard
+                    .hook_miss(&source, meta, errors::hook_not_found())
+                    .await);
+            }
+        };
+        let hook = match svc.check_hook(id, token).await {
+            Ok(h) => h,
+            Err(TriggersError::HookNotFound) => {
+                return Err(self
+                    .guard
+                    .hook_miss(&source, meta, errors::hook_not_found())
+                    .await);
+            }
+            Err(e) => return Err(errors::triggers(&e)),
+        };
+        // Per trigger and source: a sender without the token cannot spend a real sender's
+        // budget (its misses count against its own address above).
+        self.guard
+            .rate_limit(&format!("hook:{id}#{source}"), meta)
+            .await?;
         // The sender's own delivery id makes its retries one message; otherwise each is new.
         let h = req.headers();
         let sender_id = h
@@ -59,7 +81,7 @@ impl Ctx<'_> {
             .or_else(|| h.get("x-github-delivery"))
             .or_else(|| h.get("idempotency-key"))
             .and_then(|v| v.to_str().ok());
-        let (filtered, message_id) = match svc.ingest(id, token, sender_id, req.body()).await {
+        let (filtered, message_id) = match svc.ingest(hook, sender_id, req.body()).await {
             Ok(Ingested::Filtered) => (true, None),
             Ok(Ingested::Enqueued(m)) => (false, Some(m)),
             Err(e) => return Err(errors::triggers(&e)),

@@ -30,6 +30,10 @@ impl Ctx<'_> {
             req.uri().query(),
             content_type,
             req.body(),
+            pages::Provenance {
+                origin: header_str(req, header::ORIGIN.as_str()),
+                fetch_site: header_str(req, "sec-fetch-site"),
+            },
         )
         .await
         else {
@@ -51,4 +55,8 @@ impl Ctx<'_> {
             body: Bytes::from(page.html),
         })
     }
+}
+
+fn header_str<'r>(req: &'r Request<Bytes>, name: &str) -> Option<&'r str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
 }

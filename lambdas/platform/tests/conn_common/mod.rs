@@ -285,11 +285,24 @@ pub fn html(r: &Resp) -> String {
     String::from_utf8_lossy(&r.raw).into_owned()
 }
 
+/// Opens an OAuth link as a person would: `GET` shows the consent page (which uses nothing up),
+/// its button POSTs back to the same URL; returns that answer (303 to the provider).
+pub async fn open_link(link_url: &str) -> Resp {
+    let page = browse(link_url).await;
+    assert_eq!(page.status, 200, "consent page: {}", html(&page));
+    assert!(
+        html(&page).contains("<form method=\"post\" action=\"\">"),
+        "{}",
+        html(&page)
+    );
+    post_form(link_url, &[]).await
+}
+
 /// Runs the browser part of an OAuth connect: open the link, follow the provider's consent
 /// redirect back to the callback, and return the callback's answer.
 pub async fn oauth_dance(link_url: &str) -> Resp {
-    let open = browse(link_url).await;
-    assert_eq!(open.status, 302, "link → provider: {}", html(&open));
+    let open = open_link(link_url).await;
+    assert_eq!(open.status, 303, "link → provider: {}", html(&open));
     let consent = browse(&location(&open)).await;
     assert_eq!(
         consent.status,
