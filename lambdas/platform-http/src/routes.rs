@@ -138,15 +138,16 @@ fn custom_route(rest: &str) -> Option<Matched<'_>> {
     })
 }
 
-/// `/events` and `/triggers…`, by their segments (empty ones ignored).
+/// `/events` and `/triggers…`, by their segments. An empty segment (`/triggers/`,
+/// `/triggers//enable`) names nothing, as everywhere else in the API: 404, not the list.
 fn trigger_route(rest: &str) -> Matched<'_> {
-    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let segments: Vec<&str> = rest.strip_prefix('/').unwrap_or(rest).split('/').collect();
     let (route, methods) = match segments.as_slice() {
         ["events"] => (Route::Events, GET),
         ["triggers", "events"] => (Route::TriggerEvents, GET),
         ["triggers"] => (Route::Triggers, GET_POST),
-        ["triggers", id] => (Route::Trigger(id), GET_DELETE),
-        ["triggers", id, "enable"] => (Route::EnableTrigger(id), POST),
+        ["triggers", id] if !id.is_empty() => (Route::Trigger(id), GET_DELETE),
+        ["triggers", id, "enable"] if !id.is_empty() => (Route::EnableTrigger(id), POST),
         _ => (Route::UnknownTrigger, GET),
     };
     Matched {
@@ -186,7 +187,9 @@ mod tests {
             r("/custom-connectors/cc_1"),
             Some(Route::CustomConnector("cc_1"))
         );
-        assert_eq!(r("/triggers/"), Some(Route::Triggers));
+        assert_eq!(r("/triggers/"), Some(Route::UnknownTrigger));
+        assert_eq!(r("/triggers//enable"), Some(Route::UnknownTrigger));
+        assert_eq!(r("/triggers/t_1"), Some(Route::Trigger("t_1")));
         assert_eq!(r("/triggers/a/b/c"), Some(Route::UnknownTrigger));
         assert_eq!(r("/events/"), None);
         let m = route("/custom-connectors").unwrap();
