@@ -25,10 +25,17 @@ after(async () => {
   await fakes.stop();
 });
 
-/** Connects `app` through the hosted page: link → provider → callback → redirect_url. */
+/**
+ * Connects `app` through the hosted page as a person does: the link shows a consent page (a
+ * GET uses nothing up, so link previewers cannot burn it), its button POSTs → provider →
+ * callback → redirect_url.
+ */
 async function connectApp(c, app) {
   const link = await c.connect(app, { label: "work", redirectUrl: `${fakes.url}/done` });
-  const res = await fetch(link.url, { redirect: "follow" });
+  const consent = await fetch(link.url);
+  assert.equal(consent.status, 200);
+  assert.match(await consent.text(), /<form method="post"/);
+  const res = await fetch(link.url, { method: "POST", redirect: "follow" });
   const done = await res.json();
   assert.equal(done.status, "success", JSON.stringify(done));
   assert.match(done.connection_id, /^conn_/);

@@ -38,9 +38,15 @@ def tearDownModule() -> None:  # noqa: N802
 
 
 def connect_app(client: Client, app: str) -> tuple[dict, str]:
-    """Connects ``app`` through the hosted page: link → provider → callback → redirect_url."""
+    """Connects ``app`` through the hosted page as a person does: the link shows a consent page
+    (a GET uses nothing up, so link previewers cannot burn it), its button POSTs → provider →
+    callback → redirect_url."""
     link = client.connect(app, label="work", redirect_url=f"{fakes.url}/done")
     with urllib.request.urlopen(link["url"], timeout=30) as resp:
+        assert resp.status == 200, resp.status
+        assert b'<form method="post"' in resp.read()
+    button = urllib.request.Request(link["url"], data=b"", method="POST")
+    with urllib.request.urlopen(button, timeout=30) as resp:
         done = json.loads(resp.read())
     assert done.get("status") == "success", done
     assert done["connection_id"].startswith("conn_"), done
