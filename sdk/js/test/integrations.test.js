@@ -257,9 +257,14 @@ test("examples/quickstart.mjs finds a tool, connects its app through the printed
     const m = out.match(/^connect: (\S+)$/m);
     if (m && !opened) {
       opened = true;
-      // The user opening the link: the fake provider approves at once.
-      const res = await fetch(m[1], { redirect: "follow" });
+      // The user opens the link and presses the consent page's button; the fake provider
+      // approves at once.
+      const consent = await fetch(m[1]);
+      assert.equal(consent.status, 200);
+      await consent.text();
+      const res = await fetch(m[1], { method: "POST", redirect: "follow" });
       assert.equal(res.status, 200);
+      await res.text();
     }
   });
   const [code] = await once(child, "exit");

@@ -236,8 +236,14 @@ class IntegrationsTest(unittest.TestCase):
             out.append(line)
             if line.startswith("connect: ") and not opened:
                 opened = True
-                # The user opening the link: the fake provider approves at once.
-                with urllib.request.urlopen(line.split(" ", 1)[1].strip(), timeout=30) as resp:
+                # The user opens the link and presses the consent page's button; the fake
+                # provider approves at once.
+                url = line.split(" ", 1)[1].strip()
+                with urllib.request.urlopen(url, timeout=30) as resp:
+                    self.assertEqual(resp.status, 200)
+                    resp.read()
+                button = urllib.request.Request(url, data=b"", method="POST")
+                with urllib.request.urlopen(button, timeout=30) as resp:
                     self.assertEqual(resp.status, 200)
         code = proc.wait(timeout=120)
         text = "".join(out)
