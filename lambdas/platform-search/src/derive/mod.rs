@@ -2,7 +2,8 @@
 //! ([`html`]) and naming its operations. Shared by the catalog builder (`lambdas/catalog`) and
 //! custom REST connectors, so a custom connector's tools look like the catalog's.
 
-pub mod html;
+/// Descriptions to plain text: the same function the product catalog uses.
+pub use catalog_core::html;
 pub mod spec;
 
 use crate::search::text::{Verb, words};

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use crate::model::{AuthKind, AuthScheme, Method, OAuthFlow};
 
-use super::html::plain_text;
+use catalog_core::html::plain_text;
 
 /// Displayed description length (characters).
 const DESCRIPTION_MAX: usize = 300;
