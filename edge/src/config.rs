@@ -29,6 +29,10 @@ pub struct Config {
     pub catalog_ttl_ms: u64,
     /// ISO country codes a hardware checkout ships to.
     pub shipping_countries: Vec<String>,
+    /// Origins (`http://127.0.0.1`, any port) whose UCP platform profiles are fetched although
+    /// they are not public `https` hosts, so the e2e run can play a platform. `.dev.vars` only
+    /// (`UCP_DEV_PROFILE_ORIGINS`); production never sets it.
+    pub ucp_dev_profiles: Vec<String>,
 }
 
 impl Config {
@@ -57,7 +61,24 @@ impl Config {
             stripe: None,
             catalog_ttl_ms: MAX_CACHE_MS,
             shipping_countries: vec!["US".to_string()],
+            ucp_dev_profiles: Vec::new(),
         }
+    }
+
+    /// Adds `UCP_DEV_PROFILE_ORIGINS` (comma-separated `http(s)://host` origins, no path).
+    pub fn with_ucp_dev_profiles(mut self, origins: Option<String>) -> Self {
+        self.ucp_dev_profiles = origins
+            .unwrap_or_default()
+            .split(',')
+            .map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase())
+            .filter(|o| {
+                let host = o.split_once("://").map_or("", |(s, h)| {
+                    if s == "http" || s == "https" { h } else { "" }
+                });
+                !host.is_empty() && !host.contains(['/', '@', ':'])
+            })
+            .collect();
+        self
     }
 
     /// Adds the commerce settings: `STRIPE_API_BASE` (default Stripe's), `STRIPE_SECRET_KEY`,
@@ -172,5 +193,14 @@ mod tests {
         let none = Config::default().with_commerce(None, Some("".into()), Some("0".into()), None);
         assert!(none.stripe.is_none());
         assert_eq!(none.catalog_ttl_ms, 0);
+    }
+
+    #[test]
+    fn ucp_dev_profile_origins_are_bare_origins() {
+        let c = Config::default().with_ucp_dev_profiles(Some(
+            "http://127.0.0.1, HTTPS://Dev.Test/ ,ftp://x,http://a/b,http://u@h,http://h:1,".into(),
+        ));
+        assert_eq!(c.ucp_dev_profiles, ["http://127.0.0.1", "https://dev.test"]);
+        assert!(Config::default().ucp_dev_profiles.is_empty());
     }
 }

@@ -59,8 +59,14 @@ pub const LINKS: &[&str] = &[
 pub const MCP_LEGACY_VERSION: &str = "2025-11-25";
 /// The stateless MCP revision.
 pub const MCP_MODERN_VERSION: &str = "2026-07-28";
-/// The UCP version of the checkout binding and profile.
+/// The UCP version of the checkout binding and of `/.well-known/ucp` (the newest we speak).
 pub const UCP_VERSION: &str = "2026-04-08";
+/// The previous UCP version, still answered in its own shapes when a platform's profile
+/// declares it; its profile is a leaf document at [`UCP_PREVIOUS_PROFILE`].
+pub const UCP_PREVIOUS: &str = "2026-01-23";
+/// Where the [`UCP_PREVIOUS`] profile lives (the current profile's `supported_versions` points
+/// here, as the UCP 2026-04-08 overview's example does).
+pub const UCP_PREVIOUS_PROFILE: &str = "/.well-known/ucp/2026-01-23";
 /// ACP API versions we answer, oldest first (as `/.well-known/acp.json` lists them).
 pub const ACP_VERSIONS: &[&str] = &[
     "2025-09-29",

@@ -9,7 +9,7 @@ use crate::headers::{self, DOCUMENT_MAX_AGE, PAGE_MAX_AGE, document};
 use crate::mcp;
 use crate::meta::{
     AGENT_CARD_PATH, CT_AI_CATALOG, CT_JSON, CT_LINKSET, CT_MARKDOWN, CT_MCP_CARD, CT_OPENAPI,
-    KEY_DIRECTORY_PATH, SKILL_PATH,
+    KEY_DIRECTORY_PATH, SKILL_PATH, UCP_PREVIOUS, UCP_PREVIOUS_PROFILE, UCP_VERSION,
 };
 use crate::pages;
 use crate::problem::Problem;
@@ -139,7 +139,14 @@ async fn route<B: Backend>(req: &Request, cfg: &Config, request_id: &str, backen
             json_bytes(&discovery::server_card(&base, registry.specs())),
         ),
         AGENT_CARD_PATH => doc(CT_JSON, discovery::agent_card(&base).into_bytes()),
-        "/.well-known/ucp" => doc(CT_JSON, json_bytes(&discovery::ucp_profile(&base))),
+        "/.well-known/ucp" => doc(
+            CT_JSON,
+            json_bytes(&discovery::ucp_profile(&base, UCP_VERSION)),
+        ),
+        UCP_PREVIOUS_PROFILE => doc(
+            CT_JSON,
+            json_bytes(&discovery::ucp_profile(&base, UCP_PREVIOUS)),
+        ),
         "/.well-known/acp.json" => doc(CT_JSON, json_bytes(&discovery::acp_manifest(&base))),
         "/mcp/server-card" => doc(
             CT_MCP_CARD,
@@ -388,6 +395,7 @@ mod tests {
             ("/llms.txt", CT_MARKDOWN),
             (SKILL_PATH, CT_MARKDOWN),
             ("/.well-known/ucp", CT_JSON),
+            ("/.well-known/ucp/2026-01-23", CT_JSON),
             ("/.well-known/acp.json", CT_JSON),
         ] {
             let r = get(path);

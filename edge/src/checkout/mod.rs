@@ -1,4 +1,5 @@
-//! One checkout model behind two protocol bindings (UCP 2026-04-08 and ACP, every API version)
+//! One checkout model behind two protocol bindings (UCP 2026-04-08 and 2026-01-23, ACP every API
+//! version)
 //! and the MCP tools.
 //!
 //! A checkout *is* a Stripe Checkout Session: its id is the session id, its `continue_url` the
@@ -22,7 +23,7 @@ mod session;
 mod tests;
 
 pub use payment::{PAYMENT_PATH, payment_header, payment_in_body};
-pub use render::{ACP_ESCALATION_FROM, ucp_envelope};
+pub use render::{ACP_ESCALATION_FROM, UCP_OUTCOMES_FROM, ucp_envelope};
 pub use request::{
     BodyError, CreateRequest, Line, MAX_QUANTITY, VersionError, acp_version, newest_first,
     parse_create, parse_lines, parse_object, parse_quantity,

@@ -1,11 +1,14 @@
-//! A checkout as each binding shows it: the UCP 2026-04-08 checkout object, the ACP checkout
-//! session of every API version, and the MCP `get_checkout` result.
+//! A checkout as each binding shows it: the UCP checkout object (2026-04-08 and 2026-01-23), the
+//! ACP checkout session of every API version, and the MCP `get_checkout` result.
 
 use super::session::{Checkout, State};
 use crate::catalog::{Kind, display, rfc3339};
-use crate::meta::UCP_VERSION;
 use serde_json::{Value, json};
 
+/// The first UCP version with the error response (business outcomes as HTTP 200 with
+/// `ucp.status: "error"`), `{code, content}` protocol errors and the `unrecoverable` severity.
+/// Before it every failure is its HTTP status with `{status: "requires_escalation", messages}`.
+pub const UCP_OUTCOMES_FROM: &str = "2026-04-08";
 /// The first ACP version with `requires_escalation` and `continue_url`.
 pub const ACP_ESCALATION_FROM: &str = "2026-01-30";
 /// The first ACP version whose error messages have `intervention_required`.
@@ -60,8 +63,9 @@ impl Checkout {
         ])
     }
 
-    /// The UCP 2026-04-08 checkout object.
-    pub fn to_ucp(&self, base: &str) -> Value {
+    /// The UCP checkout object. Its shape is the same in both versions we speak (what we fill
+    /// in of it did not change from 2026-01-23 to 2026-04-08); only `ucp.version` differs.
+    pub fn to_ucp(&self, base: &str, version: &str) -> Value {
         let status = match self.state {
             State::Open => "requires_escalation",
             State::Complete => "completed",
@@ -83,7 +87,7 @@ impl Checkout {
             messages.push(json!({"type": "info", "content": s}));
         }
         let mut v = json!({
-            "ucp": ucp_envelope(),
+            "ucp": ucp_envelope(version),
             "id": self.id,
             "status": status,
             "currency": self.currency.to_ascii_uppercase(),
@@ -224,11 +228,11 @@ impl Checkout {
     }
 }
 
-/// The `ucp` member of every UCP response.
-pub fn ucp_envelope() -> Value {
+/// The `ucp` member of every UCP checkout response, for the negotiated `version`.
+pub fn ucp_envelope(version: &str) -> Value {
     json!({
-        "version": UCP_VERSION,
-        "capabilities": {"dev.ucp.shopping.checkout": [{"version": UCP_VERSION}]},
+        "version": version,
+        "capabilities": {"dev.ucp.shopping.checkout": [{"version": version}]},
         "payment_handlers": {},
     })
 }

@@ -188,7 +188,10 @@ fn stripe_status_maps_to_each_protocol() {
     let f = form(Kind::Subscription);
     let open = from_session(&session("open", &f), 1_000).unwrap();
     assert_eq!(open.state, State::Open);
-    assert_eq!(open.to_ucp("")["status"], "requires_escalation");
+    assert_eq!(
+        open.to_ucp("", UCP_VERSION)["status"],
+        "requires_escalation"
+    );
     assert_eq!(
         open.to_acp("", "2026-01-30")["status"],
         "requires_escalation"
@@ -198,19 +201,19 @@ fn stripe_status_maps_to_each_protocol() {
         "not_ready_for_payment"
     );
     let done = from_session(&session("complete", &f), 1_000).unwrap();
-    assert_eq!(done.to_ucp("")["status"], "completed");
-    assert_eq!(done.to_ucp("b")["order"]["id"], "sub_1");
+    assert_eq!(done.to_ucp("", UCP_VERSION)["status"], "completed");
+    assert_eq!(done.to_ucp("b", UCP_VERSION)["order"]["id"], "sub_1");
     assert_eq!(
         done.to_acp("", "2025-09-29")["order"]["checkout_session_id"],
         "cs_test_1"
     );
-    assert!(done.to_ucp("").get("continue_url").is_none());
+    assert!(done.to_ucp("", UCP_VERSION).get("continue_url").is_none());
     let canceled = from_session(&session("expired", &f), 1_000).unwrap();
     assert_eq!(canceled.state, State::Canceled);
-    assert_eq!(canceled.to_ucp("")["status"], "canceled");
+    assert_eq!(canceled.to_ucp("", UCP_VERSION)["status"], "canceled");
     assert_eq!(canceled.to_acp("", "2026-04-17")["status"], "canceled");
     let expired = from_session(&session("expired", &f), 3_000).unwrap();
-    assert_eq!(expired.to_ucp("")["status"], "canceled");
+    assert_eq!(expired.to_ucp("", UCP_VERSION)["status"], "canceled");
     assert_eq!(expired.to_acp("", "2026-04-17")["status"], "expired");
     assert_eq!(expired.to_acp("", "2025-12-12")["status"], "canceled");
     let mut other = session("open", &f);
@@ -224,7 +227,7 @@ fn stripe_status_maps_to_each_protocol() {
 #[test]
 fn ucp_escalation_has_the_link_and_a_buyer_input_message() {
     let c = from_session(&session("open", &form(Kind::Subscription)), 1_000).unwrap();
-    let v = c.to_ucp("https://s.test");
+    let v = c.to_ucp("https://s.test", UCP_VERSION);
     assert_eq!(
         v["continue_url"],
         "https://checkout.stripe.com/c/pay/cs_test_1"

@@ -3,15 +3,19 @@
 //!
 //! - ACP: the flat `Error` object `{type, code, message, param?, supported_versions?}` with the
 //!   HTTP status, `type` one of `invalid_request`, `processing_error`, `service_unavailable`.
-//! - UCP: a *protocol* error is the HTTP status with `{code, content}`; a *business outcome*
-//!   (no such checkout, an offer that cannot be bought, bad input) is HTTP 200 with the error
-//!   response `{ucp: {version, status: "error"}, messages: [{type: "error", code, content,
-//!   severity, path?}], continue_url}`.
+//! - UCP 2026-04-08: a *protocol* error is the HTTP status with `{code, content}`; a *business
+//!   outcome* (no such checkout, an offer that cannot be bought, bad input) is HTTP 200 with the
+//!   error response `{ucp: {version, status: "error"}, messages: [{type: "error", code,
+//!   content, severity, path?}], continue_url}`.
+//! - UCP 2026-01-23 (no error response, no `unrecoverable` severity): every failure is its HTTP
+//!   status with `{ucp, status: "requires_escalation", messages: [...]}` (its REST binding,
+//!   "Error Responses"); `unrecoverable` reads `recoverable` (the agent can start a new checkout
+//!   through the API, which is what 2026-01-23's `recoverable` means).
 //! - Our own REST (`/agent/commerce/products`): RFC 9457 problem+json with `code`.
 
 use super::backend::Backend;
-use crate::checkout::{BodyError, VersionError, newest_first};
-use crate::meta::{CT_JSON, UCP_VERSION};
+use crate::checkout::{BodyError, UCP_OUTCOMES_FROM, VersionError, newest_first, ucp_envelope};
+use crate::meta::CT_JSON;
 use crate::problem::CONTENT_TYPE as PROBLEM;
 use crate::reply::Reply;
 use crate::stripe::StripeError;
@@ -199,25 +203,42 @@ impl Failure {
         self.reply(self.status, CT_JSON, &v)
     }
 
-    /// The UCP answer: a protocol error or a business outcome (see the module docs).
-    pub(super) fn ucp(&self, base: &str) -> Reply {
-        match self.ucp {
-            Ucp::Protocol => {
+    /// The UCP answer for the negotiated `version`: a protocol error or a business outcome
+    /// (see the module docs).
+    pub(super) fn ucp(&self, base: &str, version: &str) -> Reply {
+        let outcome = match self.ucp {
+            Ucp::Outcome(severity) => Some(severity),
+            Ucp::Protocol => None,
+        };
+        let message = |severity: &str| {
+            let mut m = json!({"type": "error", "code": self.code, "content": self.detail,
+                "severity": severity});
+            if let Some(p) = &self.param {
+                m["path"] = json!(p);
+            }
+            m
+        };
+        if version < UCP_OUTCOMES_FROM {
+            let severity = outcome.filter(|s| *s != "unrecoverable");
+            let v = json!({
+                "ucp": ucp_envelope(version),
+                "status": "requires_escalation",
+                "messages": [message(severity.unwrap_or("recoverable"))],
+            });
+            return self.reply(self.status, CT_JSON, &v);
+        }
+        match outcome {
+            None => {
                 let mut v = json!({"code": self.code, "content": self.detail});
                 if self.continue_url {
                     v["continue_url"] = json!(format!("{base}/pricing"));
                 }
                 self.reply(self.status, CT_JSON, &v)
             }
-            Ucp::Outcome(severity) => {
-                let mut m = json!({"type": "error", "code": self.code, "content": self.detail,
-                    "severity": severity});
-                if let Some(p) = &self.param {
-                    m["path"] = json!(p);
-                }
+            Some(severity) => {
                 let v = json!({
-                    "ucp": {"version": UCP_VERSION, "status": "error"},
-                    "messages": [m],
+                    "ucp": {"version": version, "status": "error"},
+                    "messages": [message(severity)],
                     "continue_url": format!("{base}/pricing"),
                 });
                 self.reply(200, CT_JSON, &v)
@@ -241,7 +262,8 @@ impl Failure {
         if let Some(s) = self.retry_after {
             r = r.with_header("retry-after", s);
         }
-        if let Some(a) = self.allow {
+        // Only a 405 names the methods allowed (a UCP outcome of the same failure is a 200).
+        if let Some(a) = self.allow.filter(|_| status == 405) {
             r = r.with_header("allow", a);
         }
         r
@@ -304,7 +326,7 @@ mod tests {
             json!({"type": "invalid_request", "code": "invalid", "message": "quantity must be 1",
                 "param": "$.line_items[0].quantity"})
         );
-        let ucp = f.ucp("https://x.test");
+        let ucp = f.ucp("https://x.test", "2026-04-08");
         assert_eq!(ucp.status, 200);
         let u = body(&ucp);
         assert_eq!(u["ucp"]["status"], "error");
@@ -318,7 +340,7 @@ mod tests {
     #[test]
     fn protocol_errors_keep_their_status_in_ucp() {
         let f = Failure::unavailable("down".into());
-        let u = f.ucp("");
+        let u = f.ucp("", "2026-04-08");
         assert_eq!(u.status, 503);
         assert_eq!(
             body(&u),
@@ -328,6 +350,41 @@ mod tests {
         assert_eq!(body(&f.acp())["type"], "service_unavailable");
         let v = Failure::version(&VersionError::Missing).acp();
         assert_eq!(body(&v)["supported_versions"][0], "2026-04-17");
+    }
+
+    #[test]
+    fn ucp_2026_01_23_reports_every_failure_as_an_http_error() {
+        let outcome = Failure::not_found("cs_x");
+        let u = outcome.ucp("https://x.test", "2026-01-23");
+        assert_eq!(u.status, 404);
+        let v = body(&u);
+        assert_eq!(v["status"], "requires_escalation");
+        assert_eq!(v["ucp"]["version"], "2026-01-23");
+        assert_eq!(
+            v["messages"][0],
+            json!({"type": "error", "code": "not_found", "content": "No checkout session cs_x.",
+                "severity": "recoverable"})
+        );
+        // The same failure under 2026-04-08 is a business outcome.
+        let now = outcome.ucp("https://x.test", "2026-04-08");
+        assert_eq!(
+            (now.status, body(&now)["messages"][0]["severity"].as_str()),
+            (200, Some("unrecoverable"))
+        );
+        let p = Failure::unavailable("down".into()).ucp("", "2026-01-23");
+        assert_eq!(
+            (p.status, p.header("retry-after")),
+            (503, Some(RETRY_AFTER_S))
+        );
+        assert_eq!(body(&p)["messages"][0]["code"], "service_unavailable");
+        let moved = Failure::method_not_allowed("GET", "/x", "POST");
+        assert_eq!(moved.ucp("", "2026-01-23").header("allow"), Some("POST"));
+        let conflict = Failure::input(409, "line_items_fixed", "fixed").allow("GET");
+        assert_eq!(
+            conflict.ucp("", "2026-01-23").header("allow"),
+            None,
+            "only a 405 has Allow"
+        );
     }
 
     #[test]

@@ -1,16 +1,23 @@
 //! UCP request-time version validation (UCP overview, "Request-Time Validation" and "Error
 //! Handling"). A platform names its profile in `UCP-Agent: profile="https://…"`; the profile's
-//! `ucp.version` is the protocol version it speaks, and a business that does not implement that
-//! version must refuse the request with `version_unsupported`. Requests without `UCP-Agent`
-//! are served (the profile is how a platform negotiates; it is not required to buy here).
+//! `ucp.version` is the protocol version it speaks. We implement 2026-04-08 (our profile's
+//! `version`) and 2026-01-23 (its `supported_versions`); the request is answered in the version
+//! the platform declared, and any other version is refused with `version_unsupported` (the
+//! 2026-04-08 rule: the version must be ours or a key of `supported_versions`; 2026-01-23's
+//! "older than the business: serve it" does not apply to a 2026-04-08 business). Requests
+//! without `UCP-Agent` are served as 2026-04-08 (the profile is how a platform negotiates; it is
+//! not required to buy here).
 //!
 //! The profile is fetched like the Web Bot Auth key directory: `https://` on a public host only
 //! (no loopback, private or local-only names), no redirects, Stripe's request timeout, at most
-//! [`MAX_PROFILE_BYTES`]. Each failure is a UCP protocol error with `continue_url`.
+//! [`MAX_PROFILE_BYTES`]. Each failure is a UCP protocol error with `continue_url`, in the
+//! current version's shape (no version has been agreed yet). `Config::ucp_dev_profiles` (dev
+//! only, `.dev.vars`) also admits plain-HTTP loopback profiles so the e2e run can play a
+//! platform.
 
 use super::backend::Backend;
 use super::failure::{Failure, Ucp};
-use crate::meta::UCP_VERSION;
+use crate::meta::{UCP_PREVIOUS, UCP_VERSION};
 use crate::request::Request;
 use crate::stripe::HttpCall;
 use crate::webbotauth::is_public_host;
@@ -24,8 +31,9 @@ fn refuse(status: u16, code: &'static str, detail: String) -> Failure {
     Failure::new(status, code, detail, Ucp::Protocol).continue_at_pricing()
 }
 
-/// The profile URL of a `UCP-Agent` header (an RFC 8941 dictionary with a `profile` string).
-fn profile_url(header: &str) -> Result<String, Failure> {
+/// The profile URL of a `UCP-Agent` header (an RFC 8941 dictionary with a `profile` string):
+/// `https://` on a public host, or under one of the `dev` origins.
+fn profile_url(header: &str, dev: &[String]) -> Result<String, Failure> {
     let bad = |why: &str| {
         refuse(
             400,
@@ -47,10 +55,22 @@ fn profile_url(header: &str) -> Result<String, Failure> {
             ListEntry::InnerList(_) => None,
         })
         .ok_or_else(|| bad("no profile string"))?;
-    if !is_public_host(&url) {
+    if !is_public_host(&url) && !dev.iter().any(|o| under_origin(&url, o)) {
         return Err(bad("not an https URL on a public host"));
     }
     Ok(url)
+}
+
+/// Whether `url` is on `origin` (`http://127.0.0.1`) at any port: the origin, then `/` or a
+/// port and `/`, so `http://127.0.0.1:80@elsewhere/` does not count.
+fn under_origin(url: &str, origin: &str) -> bool {
+    let Some(rest) = url.strip_prefix(origin) else {
+        return false;
+    };
+    let rest = rest
+        .strip_prefix(':')
+        .map_or(rest, |r| r.trim_start_matches(|c: char| c.is_ascii_digit()));
+    !origin.is_empty() && rest.starts_with('/')
 }
 
 /// The protocol version a fetched profile declares, if it is a profile at all.
@@ -66,12 +86,17 @@ fn declared_version(body: &[u8]) -> Option<String> {
     dated.then(|| version.to_string())
 }
 
-/// Checks the platform's protocol version when it names its profile; `Ok` to serve the request.
-pub(super) async fn check<B: Backend>(req: &Request, b: &B) -> Result<(), Failure> {
+/// The UCP version to answer in: the one the platform's profile declares when it names one we
+/// implement, ours when it names no profile; a failure otherwise.
+pub(super) async fn check<B: Backend>(
+    req: &Request,
+    dev: &[String],
+    b: &B,
+) -> Result<&'static str, Failure> {
     let Some(header) = req.header("ucp-agent") else {
-        return Ok(());
+        return Ok(UCP_VERSION);
     };
-    let url = profile_url(header)?;
+    let url = profile_url(header, dev)?;
     let call = HttpCall {
         method: "GET",
         url,
@@ -102,17 +127,19 @@ pub(super) async fn check<B: Backend>(req: &Request, b: &B) -> Result<(), Failur
                 ),
             )
         })?;
-    if version != UCP_VERSION {
-        return Err(refuse(
-            422,
-            "version_unsupported",
-            format!(
-                "Protocol version {version} is not supported. This business implements \
-                 version {UCP_VERSION}."
-            ),
-        ));
-    }
-    Ok(())
+    [UCP_VERSION, UCP_PREVIOUS]
+        .into_iter()
+        .find(|v| *v == version)
+        .ok_or_else(|| {
+            refuse(
+                422,
+                "version_unsupported",
+                format!(
+                    "Protocol version {version} is not supported. This business supports \
+                     versions {UCP_VERSION} and {UCP_PREVIOUS}."
+                ),
+            )
+        })
 }
 
 #[cfg(test)]
@@ -122,7 +149,7 @@ mod tests {
     #[test]
     fn profile_urls_must_be_public_https_strings() {
         assert_eq!(
-            profile_url(r#"profile="https://agent.example/profile.json""#).ok(),
+            profile_url(r#"profile="https://agent.example/profile.json""#, &[]).ok(),
             Some("https://agent.example/profile.json".to_string())
         );
         for bad in [
@@ -134,9 +161,30 @@ mod tests {
             "profile=?1",
             "\"unterminated",
         ] {
-            let f = profile_url(bad).err();
+            let f = profile_url(bad, &[]).err();
             assert_eq!(f.map(|f| f.code), Some("invalid_profile_url"), "{bad}");
         }
+    }
+
+    #[test]
+    fn dev_origins_admit_loopback_profiles_only_under_them() {
+        let dev = ["http://127.0.0.1".to_string()];
+        for ok in [
+            r#"profile="http://127.0.0.1:4100/ucp/2026-01-23.json""#,
+            r#"profile="http://127.0.0.1/p""#,
+        ] {
+            assert!(profile_url(ok, &dev).is_ok(), "{ok}");
+            assert!(profile_url(ok, &[]).is_err(), "{ok} without the dev origin");
+        }
+        for bad in [
+            r#"profile="http://127.0.0.1:80@evil.example/p""#,
+            r#"profile="http://127.0.0.10/p""#,
+            r#"profile="https://127.0.0.1/p""#,
+            r#"profile="http://127.0.0.1""#,
+        ] {
+            assert!(profile_url(bad, &dev).is_err(), "{bad}");
+        }
+        assert!(!under_origin("http://x/p", ""));
     }
 
     #[test]

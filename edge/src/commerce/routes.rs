@@ -8,37 +8,46 @@ use crate::checkout::{self, Checkout, Protocol, State};
 use crate::config::Config;
 use crate::headers::cors_any;
 use crate::idempotency::{self, Begin, StoredReply};
-use crate::meta::{ACP_SESSIONS, CT_JSON, PRODUCTS_PATH, UCP_SESSIONS};
+use crate::meta::{ACP_SESSIONS, CT_JSON, PRODUCTS_PATH, UCP_SESSIONS, UCP_VERSION};
 use crate::reply::Reply;
 use crate::request::Request;
 use serde_json::{Value, json};
 
-/// The binding of one request.
+/// The binding of one request, with its negotiated protocol version.
 #[derive(Clone, Copy)]
 enum Binding {
-    Ucp,
+    Ucp(&'static str),
     Acp(&'static str),
 }
 
 impl Binding {
     fn render(self, c: &Checkout, base: &str) -> Value {
         match self {
-            Self::Ucp => c.to_ucp(base),
+            Self::Ucp(v) => c.to_ucp(base, v),
             Self::Acp(v) => c.to_acp(base, v),
         }
     }
 
     fn protocol(self) -> Protocol {
         match self {
-            Self::Ucp => Protocol::Ucp,
+            Self::Ucp(_) => Protocol::Ucp,
             Self::Acp(_) => Protocol::Acp,
         }
     }
-}
 
-/// A failure in the shape of the binding that was asked (`ucp` or ACP).
-fn render(ucp: bool, f: &Failure, base: &str) -> Reply {
-    if ucp { f.ucp(base) } else { f.acp() }
+    /// A failure in this binding's shape.
+    fn fail(self, f: &Failure, base: &str) -> Reply {
+        match self {
+            Self::Ucp(v) => f.ucp(base, v),
+            Self::Acp(_) => f.acp(),
+        }
+    }
+
+    fn version(self) -> &'static str {
+        match self {
+            Self::Ucp(v) | Self::Acp(v) => v,
+        }
+    }
 }
 
 /// Routes a commerce request; `None` when the path is not ours.
@@ -64,22 +73,30 @@ pub async fn route<B: Backend>(req: &Request, cfg: &Config, base: &str, b: &B) -
     if req.method == "OPTIONS" {
         return Some(preflight());
     }
-    let binding = if ucp {
-        match action(req, ucp, rest) {
-            // The platform's version is checked only for a request we would serve.
-            Ok(_) => super::negotiate::check(req, b).await.map(|()| Binding::Ucp),
-            Err(f) => Err(f),
+    // UCP negotiates first, so every later failure (an unknown endpoint too) answers in the
+    // version agreed; a failed negotiation answers in the current version's shape. ACP's
+    // `API-Version` is read once the endpoint is known; a refused one answers in the newest
+    // version's shape.
+    let acted = if ucp {
+        match super::negotiate::check(req, &cfg.ucp_dev_profiles, b).await {
+            Ok(v) => action(req, ucp, rest)
+                .map(|a| (a, Binding::Ucp(v)))
+                .map_err(|f| (f, Binding::Ucp(v))),
+            Err(f) => Err((f, Binding::Ucp(UCP_VERSION))),
         }
     } else {
-        checkout::acp_version(req.header("api-version"))
-            .map(Binding::Acp)
-            .map_err(|e| Failure::version(&e))
+        action(req, ucp, rest)
+            .and_then(|a| {
+                let v = checkout::acp_version(req.header("api-version"));
+                Ok((a, Binding::Acp(v.map_err(|e| Failure::version(&e))?)))
+            })
+            .map_err(|f| (f, Binding::Acp("")))
     };
-    let reply = match action(req, ucp, rest).and_then(|a| Ok((a, binding?))) {
+    let reply = match acted {
         Ok((action, binding)) => keyed(req, cfg, base, b, binding, action).await,
-        Err(f) => {
+        Err((f, binding)) => {
             f.log(b, &format!("{} {path}", req.method));
-            render(ucp, &f, base)
+            binding.fail(&f, base)
         }
     };
     let mut reply = reply;
@@ -96,18 +113,15 @@ pub async fn route<B: Backend>(req: &Request, cfg: &Config, base: &str, b: &B) -
 /// A refusal made before routing (the rate limiter's 429, a body over the size limit) in the
 /// error shape of the commerce binding `path` belongs to; `None` for any other path.
 pub fn refusal(path: &str, status: u16, code: &'static str, detail: &str) -> Option<Reply> {
-    let ucp = if path.starts_with(UCP_SESSIONS) {
-        true
+    // No version has been negotiated before routing: UCP answers in its current version.
+    let binding = if path.starts_with(UCP_SESSIONS) {
+        Binding::Ucp(UCP_VERSION)
     } else if path.starts_with(ACP_SESSIONS) {
-        false
+        Binding::Acp("")
     } else {
         return None;
     };
-    Some(render(
-        ucp,
-        &Failure::new(status, code, detail, Ucp::Protocol),
-        "",
-    ))
+    Some(binding.fail(&Failure::new(status, code, detail, Ucp::Protocol), ""))
 }
 
 /// What a request to a checkout-sessions path (`rest` after the binding's base) asks for, or
@@ -183,10 +197,10 @@ async fn keyed<B: Backend>(
     binding: Binding,
     action: Action,
 ) -> Reply {
-    let ucp = matches!(binding, Binding::Ucp);
+    let ucp = matches!(binding, Binding::Ucp(_));
     let fail = |f: Failure| {
         f.log(b, &format!("{} {}", req.method, req.path));
-        render(ucp, &f, base)
+        binding.fail(&f, base)
     };
     // Payment credentials first: that explanation helps a client more than any header rule.
     if let Some(h) = checkout::payment_header(&req.headers) {
@@ -201,14 +215,15 @@ async fn keyed<B: Backend>(
         }
         Err(f) => return fail(f),
     };
-    // Keys are scoped to the endpoint; a repeat is the same request when its JSON body is the
-    // same (ACP: key order and headers do not count).
+    // Keys are scoped to the endpoint; a repeat is the same request when its protocol version
+    // and JSON body are the same (key order and other headers do not count), so a stored answer
+    // is never replayed in another version's shape.
     let scope = format!("{}:{}:{key}", if ucp { "ucp" } else { "acp" }, req.path);
     let body = serde_json::from_slice::<Value>(&req.body)
         .ok()
         .and_then(|v| serde_json::to_vec(&v).ok())
         .unwrap_or_else(|| req.body.clone());
-    let fp = idempotency::fingerprint(&req.method, &req.path, "", &body);
+    let fp = idempotency::fingerprint(&req.method, &req.path, binding.version(), &body);
     if let Some(early) = unless_proceed(b.idem_begin(&scope, &fp).await, binding) {
         return early.unwrap_or_else(fail);
     }
@@ -297,7 +312,7 @@ fn unless_proceed(
         // ACP answers a reused key 422, UCP 409.
         Ok(Begin::Conflict) => Err(Failure::idempotency_conflict(match binding {
             Binding::Acp(_) => 422,
-            Binding::Ucp => 409,
+            Binding::Ucp(_) => 409,
         })),
         Err(e) => Err(Failure::unavailable(format!(
             "The idempotency store is unavailable ({e}); retry later."
@@ -331,13 +346,13 @@ async fn run<B: Backend>(
                 .await
                 .map_err(|e| match (e.failure(), binding) {
                     // Stripe's own idempotency conflict is UCP's 409 too.
-                    (f, Binding::Ucp) if f.code == "idempotency_conflict" => {
+                    (f, Binding::Ucp(_)) if f.code == "idempotency_conflict" => {
                         Failure::idempotency_conflict(409)
                     }
                     (f, _) => f,
                 })?;
             let location = match binding {
-                Binding::Ucp => format!("{base}{UCP_SESSIONS}/{}", c.id),
+                Binding::Ucp(_) => format!("{base}{UCP_SESSIONS}/{}", c.id),
                 Binding::Acp(_) => format!("{base}{ACP_SESSIONS}/{}", c.id),
             };
             return Ok(
@@ -360,7 +375,7 @@ async fn run<B: Backend>(
             // (requires_escalation and the link while the buyer has not paid).
             c
         }
-        Action::Cancel(id) => cancel_open(cfg, b, binding, id, key).await?,
+        Action::Cancel(id) => cancel_open(cfg, b, id, key).await?,
     };
     Ok(json_reply(200, &binding.render(&checkout, base)))
 }
@@ -394,26 +409,23 @@ async fn update<B: Backend>(
     }
 }
 
-/// Cancels an open checkout; a final one cannot be (ACP: 405 with `Allow: GET`).
+/// Cancels an open checkout; a final one cannot be (405 with `Allow: GET` where the answer is
+/// an HTTP error: ACP, UCP 2026-01-23).
 async fn cancel_open<B: Backend>(
     cfg: &Config,
     b: &B,
-    binding: Binding,
     id: &str,
     key: Option<&str>,
 ) -> Result<Checkout, Failure> {
     let c = read(cfg, b, id).await?;
     if c.state != State::Open {
-        let f = Failure::new(
+        return Err(Failure::new(
             405,
             "checkout_not_cancelable",
             format!("Checkout {id} is already completed, canceled or expired."),
             Ucp::Outcome("unrecoverable"),
-        );
-        return Err(match binding {
-            Binding::Acp(_) => f.allow("GET"),
-            Binding::Ucp => f,
-        });
+        )
+        .allow("GET"));
     }
     cancel(cfg, b, id, key).await
 }

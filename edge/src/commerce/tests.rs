@@ -521,7 +521,12 @@ fn ucp_agent_profiles_are_fetched_and_their_version_checked() {
     };
     for (reply, status, code) in [
         (
-            answer(200, r#"{"ucp":{"version":"2026-01-23"}}"#),
+            answer(200, r#"{"ucp":{"version":"2026-01-11"}}"#),
+            422,
+            "version_unsupported",
+        ),
+        (
+            answer(200, r#"{"ucp":{"version":"2026-07-01"}}"#),
             422,
             "version_unsupported",
         ),
@@ -551,15 +556,154 @@ fn ucp_agent_profiles_are_fetched_and_their_version_checked() {
         "a private address is never fetched"
     );
 
-    let fake = Fake::new();
-    *fake.answer.borrow_mut() = Some(answer(200, r#"{"ucp":{"version":"2026-04-08"}}"#));
-    let (r, v) = call(&fake, create(agent));
-    assert_eq!(r.status, 201, "{v}");
-    assert_eq!(v["ucp"]["version"], "2026-04-08");
+    // Both versions we implement are served, each in its own version.
+    for version in ["2026-04-08", "2026-01-23"] {
+        let fake = Fake::new();
+        *fake.answer.borrow_mut() = Some(answer(
+            200,
+            &format!(r#"{{"ucp":{{"version":"{version}"}}}}"#),
+        ));
+        let (r, v) = call(&fake, create(agent));
+        assert_eq!(r.status, 201, "{v}");
+        assert_eq!(v["ucp"]["version"], version);
+        assert_eq!(
+            v["ucp"]["capabilities"]["dev.ucp.shopping.checkout"][0]["version"],
+            version
+        );
+    }
     let fake = Fake::new();
     assert_eq!(
         call(&fake, create(None)).0.status,
         201,
         "UCP-Agent is optional"
     );
+}
+
+/// A platform that declares UCP 2026-01-23 gets that version's shapes: the checkout with its
+/// version, and every failure as its HTTP status with `{ucp, status: "requires_escalation",
+/// messages}` (2026-01-23 has no error response and no `unrecoverable` severity). A request
+/// that declares nothing is answered as 2026-04-08.
+#[test]
+fn ucp_2026_01_23_answers_in_its_own_shapes() {
+    const OLD: &str = "2026-01-23";
+    let agent = r#"profile="https://agent.example/ucp.json""#;
+    let profile = || HttpAnswer {
+        status: 200,
+        body: br#"{"ucp":{"version":"2026-01-23"}}"#.to_vec(),
+    };
+    // Each request fetches the profile first (no cache), so script it before each call.
+    let old = |fake: &Fake, req: Request| {
+        *fake.answer.borrow_mut() = Some(profile());
+        call(fake, req.with_header("ucp-agent", agent))
+    };
+    let legacy = |r: &Reply, v: &Value, status: u16, code: &str, severity: &str| {
+        assert_eq!(
+            (r.status, v["status"].as_str()),
+            (status, Some("requires_escalation")),
+            "{v}"
+        );
+        assert_eq!(v["ucp"]["version"], OLD, "{v}");
+        assert!(
+            v["ucp"].get("status").is_none(),
+            "no ucp.status before 2026-04-08: {v}"
+        );
+        let m = &v["messages"][0];
+        assert_eq!(
+            (m["type"].as_str(), m["code"].as_str()),
+            (Some("error"), Some(code))
+        );
+        assert_eq!(m["severity"], severity, "{v}");
+        assert!(m["content"].as_str().is_some_and(|c| !c.is_empty()));
+    };
+    let fake = Fake::new();
+    let (r, v) = old(
+        &fake,
+        Request::new("POST", UCP_SESSIONS)
+            .with_body(br#"{"line_items":[{"item":{"id":"pro_monthly"}}]}"#.to_vec()),
+    );
+    assert_eq!(
+        (r.status, v["status"].as_str()),
+        (201, Some("requires_escalation")),
+        "{v}"
+    );
+    assert_eq!(v["ucp"]["version"], OLD);
+    assert_eq!(v["messages"][0]["severity"], "requires_buyer_input");
+    assert_eq!(
+        v["continue_url"],
+        "https://checkout.stripe.com/c/pay/cs_test_1"
+    );
+    let path = format!("{UCP_SESSIONS}/cs_test_1");
+    let (r, got) = old(&fake, Request::new("GET", &path));
+    assert_eq!((r.status, &got), (200, &v));
+    // Business outcomes of 2026-04-08 are HTTP errors here.
+    let (r, e) = old(
+        &fake,
+        Request::new("PUT", &path).with_body(br#"{"line_items":[{"item":{"id":"x"}}]}"#.to_vec()),
+    );
+    legacy(&r, &e, 409, "line_items_fixed", "recoverable");
+    assert_eq!(e["messages"][0]["path"], "$.line_items");
+    let (r, c) = old(&fake, Request::new("POST", &format!("{path}/cancel")));
+    assert_eq!((r.status, c["status"].as_str()), (200, Some("canceled")));
+    // (Cancelling a final session, 405 with `Allow: GET`, needs a Stripe that keeps state:
+    // the e2e failure table runs it.)
+    let (r, e) = old(
+        &fake,
+        Request::new("GET", &format!("{UCP_SESSIONS}/cs_other")),
+    );
+    legacy(&r, &e, 404, "not_found", "recoverable");
+    let (r, e) = old(
+        &fake,
+        Request::new("POST", UCP_SESSIONS)
+            .with_body(br#"{"line_items":[{"item":{"id":"nope"}}]}"#.to_vec()),
+    );
+    legacy(&r, &e, 422, "unknown_offer", "recoverable");
+    // Protocol errors too, and an unknown endpoint (negotiated before routing).
+    let (r, e) = old(
+        &fake,
+        Request::new("POST", UCP_SESSIONS).with_body(b"{".to_vec()),
+    );
+    legacy(&r, &e, 400, "invalid_body", "recoverable");
+    assert!(e.get("code").is_none());
+    let (r, e) = old(&fake, Request::new("POST", &format!("{path}/pay")));
+    legacy(&r, &e, 404, "not_found", "recoverable");
+    // The same unknown session without a profile: 2026-04-08's error response.
+    let (r, v) = call(
+        &fake,
+        Request::new("GET", &format!("{UCP_SESSIONS}/cs_other")),
+    );
+    assert_eq!(
+        ucp_outcome(&r, &v),
+        ("not_found".into(), "unrecoverable".into())
+    );
+    assert_eq!(v["ucp"]["version"], "2026-04-08");
+}
+
+/// A stored answer is replayed only to a request in the same protocol version: the same key
+/// and body under another version is a conflict, never the other version's shape.
+#[test]
+fn idempotency_keys_do_not_cross_versions() {
+    let fake = Fake::new();
+    let body = br#"{"line_items":[{"item":{"id":"pro_monthly"}}]}"#;
+    let req = || {
+        Request::new("POST", UCP_SESSIONS)
+            .with_header("idempotency-key", "k-versions")
+            .with_body(body.to_vec())
+    };
+    assert_eq!(call(&fake, req()).0.status, 201);
+    let (r, _) = call(&fake, req());
+    assert_eq!(r.header("idempotent-replayed"), Some("true"));
+    *fake.answer.borrow_mut() = Some(HttpAnswer {
+        status: 200,
+        body: br#"{"ucp":{"version":"2026-01-23"}}"#.to_vec(),
+    });
+    let (r, v) = call(
+        &fake,
+        req().with_header("ucp-agent", r#"profile="https://agent.example/p""#),
+    );
+    assert_eq!(
+        (r.status, v["status"].as_str()),
+        (409, Some("requires_escalation")),
+        "{v}"
+    );
+    assert_eq!(v["messages"][0]["code"], "idempotency_conflict");
 }

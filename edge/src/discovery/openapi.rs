@@ -128,11 +128,11 @@ fn commerce_paths() -> Value {
         }},
         "/agent/commerce/ucp/checkout-sessions": {"post": {
             "operationId": "ucpCreateCheckout",
-            "summary": "UCP 2026-04-08 checkout for one offer; answers requires_escalation with continue_url (pay on Stripe's hosted page). Also GET/PUT /{id}, POST /{id}/complete, POST /{id}/cancel.",
+            "summary": "UCP checkout (2026-04-08, or 2026-01-23 when the UCP-Agent profile says so) for one offer; answers requires_escalation with continue_url (pay on Stripe's hosted page). Also GET/PUT /{id}, POST /{id}/complete, POST /{id}/cancel.",
             "externalDocs": {"url": format!("https://ucp.dev/{}/specification/checkout", UCP_VERSION)},
             "parameters": [
                 {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 255}},
-                {"name": "UCP-Agent", "in": "header", "required": false, "description": "profile=\"https://…\": the platform's UCP profile; its ucp.version must be this business's.", "schema": {"type": "string"}}
+                {"name": "UCP-Agent", "in": "header", "required": false, "description": "profile=\"https://…\": the platform's UCP profile; its ucp.version (2026-04-08 or 2026-01-23) picks the version answered.", "schema": {"type": "string"}}
             ],
             "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CheckoutRequest"}}}},
             "responses": {
@@ -243,9 +243,9 @@ fn schemas(tools: &[ToolSpec]) -> Value {
         },
         "UcpError": {
             "type": "object",
-            "description": "UCP protocol error.",
-            "required": ["code", "content"],
-            "properties": {"code": {"type": "string"}, "content": {"type": "string"}, "continue_url": {"type": "string"}}
+            "description": "UCP 2026-04-08 protocol error {code, content}; under 2026-01-23 every failure is {status: requires_escalation, messages}.",
+            "anyOf": [{"required": ["code", "content"]}, {"required": ["status", "messages"]}],
+            "properties": {"code": {"type": "string"}, "content": {"type": "string"}, "continue_url": {"type": "string"}, "status": {"const": "requires_escalation"}, "messages": {"type": "array", "minItems": 1}}
         },
         "UcpErrorResponse": {
             "type": "object",

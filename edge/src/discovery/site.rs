@@ -132,7 +132,7 @@ pub fn llms_txt(base: &str, tools: &[ToolSpec]) -> String {
          - [Read a page]({base}/agent/read?path=/pricing): one page as Markdown\n\
          - [MCP server]({base}/mcp): Streamable HTTP, protocol 2025-11-25 and 2026-07-28\n\
          - [Products]({base}/agent/commerce/products): plans and hardware with live prices\n\
-         - [UCP profile]({base}/.well-known/ucp): checkout sessions (UCP 2026-04-08)\n\
+         - [UCP profile]({base}/.well-known/ucp): checkout sessions (UCP 2026-04-08; 2026-01-23 at /.well-known/ucp/2026-01-23)\n\
          - [ACP manifest]({base}/.well-known/acp.json): checkout sessions (ACP)\n"
     ));
     s.push_str("\n## Optional\n\n");

@@ -50,6 +50,7 @@ fn config(env: &Env) -> Config {
         text_var(env, "CATALOG_CACHE_S"),
         text_var(env, "SHIPPING_COUNTRIES"),
     )
+    .with_ucp_dev_profiles(text_var(env, "UCP_DEV_PROFILE_ORIGINS"))
 }
 
 fn request_id(req: &Request) -> String {
