@@ -1,13 +1,14 @@
 // Commerce end to end: the Worker under `wrangler dev` against the Stripe fake
 // (edge/e2e/stripe-fake, started by the test command; STRIPE_FAKE_URL points at it). The tests
 // in this file run in order and are the only ones that drive the fake's control hooks.
-import { test, beforeEach } from "node:test";
+import { test, before, after, beforeEach } from "node:test";
+import { createServer } from "node:http";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
-import { BASE_URL, get, mcp, assertProblem, assertAcpError, assertUcpError, assertUcpOutcome } from "./helpers.mjs";
-import { seen } from "./clients/protocols.mjs";
+import { BASE_URL, get, mcp, assertProblem, assertAcpError, assertUcpError, assertUcpOutcome, assertUcpLegacyError } from "./helpers.mjs";
+import { seen, declarePlatformProfile } from "./clients/protocols.mjs";
 
 const FAKE = process.env.STRIPE_FAKE_URL;
 assert.ok(FAKE, "STRIPE_FAKE_URL must point at the Stripe fake (the test command starts it)");
@@ -29,6 +30,40 @@ async function stripeRequests() {
 async function sessionPosts() {
   return (await stripeRequests()).filter((r) => r.method === "POST" && r.path === "/v1/checkout/sessions");
 }
+
+// The platform side of UCP negotiation: a loopback server with platform profiles that declare
+// UCP versions (the Worker may fetch them because edge/.dev.vars names http://127.0.0.1 in
+// UCP_DEV_PROFILE_ORIGINS; production fetches public https profiles only). A request whose
+// UCP-Agent names one speaks that profile's version, and the schema client checks its answer
+// against that version's schemas.
+function platformProfile(version) {
+  const spec = (p) => `https://ucp.dev/${version}/specification/${p}`;
+  return {
+    ucp: {
+      version,
+      services: { "dev.ucp.shopping": [{ version, spec: spec("overview"), transport: "rest", schema: `https://ucp.dev/${version}/services/shopping/openapi.json` }] },
+      capabilities: { "dev.ucp.shopping.checkout": [{ version, spec: spec("checkout"), schema: `https://ucp.dev/${version}/schemas/shopping/checkout.json` }] },
+      payment_handlers: {},
+    },
+  };
+}
+const platform = createServer((req, res) => {
+  const m = /^\/ucp\/(\d{4}-\d{2}-\d{2})\.json$/.exec(req.url);
+  if (m) return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(platformProfile(m[1])));
+  if (req.url === "/ucp/not-a-profile.json") return res.writeHead(200, { "content-type": "text/html" }).end("<html>");
+  res.writeHead(503).end();
+});
+let PLATFORM;
+const agentHeader = (file) => ({ "ucp-agent": `profile="${PLATFORM}/ucp/${file}"` });
+/** The headers of a platform that speaks UCP 2026-01-23. */
+const OLD = () => agentHeader("2026-01-23.json");
+before(async () => {
+  await new Promise((resolve) => platform.listen(0, "127.0.0.1", resolve));
+  PLATFORM = `http://127.0.0.1:${platform.address().port}`;
+  declarePlatformProfile(`${PLATFORM}/ucp/2026-01-23.json`, "2026-01-23");
+  declarePlatformProfile(`${PLATFORM}/ucp/2026-04-08.json`, "2026-04-08");
+});
+after(() => platform.close());
 
 beforeEach(async () => {
   await control("fail", { mode: "none" });
@@ -131,6 +166,49 @@ test("UCP: create → continue_url → complete returns the same session; paying
   assert.equal(done.continue_url, undefined);
   const cancel = await post(`${UCP}/${created.id}/cancel`, {});
   await assertUcpOutcome(cancel, "checkout_not_cancelable", "unrecoverable");
+});
+
+test("UCP 2026-01-23: discovered through supported_versions; a full checkout in that version's shapes", async () => {
+  // Discovery: the current profile names the previous version's leaf profile.
+  const current = (await (await get("/.well-known/ucp")).json()).ucp;
+  const url = current.supported_versions["2026-01-23"];
+  assert.equal(url, `${BASE_URL}/.well-known/ucp/2026-01-23`);
+  const old = (await (await fetch(url)).json()).ucp;
+  assert.equal(old.version, "2026-01-23");
+  assert.equal(old.supported_versions, undefined, "a version profile is a leaf");
+  assert.equal(old.services["dev.ucp.shopping"][0].endpoint, current.services["dev.ucp.shopping"][0].endpoint);
+
+  const res = await post(UCP, { line_items: [{ item: { id: "pro_monthly" }, quantity: 1 }] }, OLD());
+  assert.equal(res.status, 201);
+  const created = await res.json();
+  assert.equal(created.ucp.version, "2026-01-23");
+  assert.deepEqual(created.ucp.capabilities, { "dev.ucp.shopping.checkout": [{ version: "2026-01-23" }] });
+  assert.equal(created.status, "requires_escalation");
+  assert.equal(created.continue_url, `${FAKE}/c/pay/${created.id}`);
+  assert.equal(created.messages.find((m) => m.type === "error").severity, "requires_buyer_input");
+  const path = `${UCP}/${created.id}`;
+  assert.deepEqual(await (await get(path, OLD())).json(), created);
+  const same = await fetch(`${BASE_URL}${path}`, {
+    method: "PUT", headers: { "content-type": "application/json", ...OLD() },
+    body: JSON.stringify({ line_items: [{ item: { id: "pro_monthly" }, quantity: 1 }] }),
+  });
+  assert.equal(same.status, 200);
+  assert.deepEqual(await (await post(`${path}/complete`, {}, OLD())).json(), created);
+  // The same session read without a profile is the 2026-04-08 checkout.
+  assert.equal((await (await get(path)).json()).ucp.version, "2026-04-08");
+
+  await control(`sessions/${created.id}/complete`);
+  const done = await (await get(path, OLD())).json();
+  assert.equal(done.status, "completed");
+  assert.equal(done.ucp.version, "2026-01-23");
+  assert.match(done.order.id, /^sub_/);
+  // A final session cannot be canceled: an HTTP error here, not a 200 error response.
+  await assertUcpLegacyError(await post(`${path}/cancel`, {}, OLD()), 405, "checkout_not_cancelable", "recoverable");
+
+  const other = await (await post(UCP, { line_items: [{ item: { id: "sensor_node" } }] }, OLD())).json();
+  const canceled = await post(`${UCP}/${other.id}/cancel`, {}, OLD());
+  assert.equal(canceled.status, 200);
+  assert.equal((await canceled.json()).status, "canceled");
 });
 
 test("UCP: hardware collects shipping; cancel → canceled; update cannot change items", async () => {
@@ -452,6 +530,32 @@ const FAILURES = [
   ["UCP", "cancel a final session", 200, "checkout_not_cancelable", "unrecoverable", async () => post(`${UCP}/${await canceledSession()}/cancel`, {})],
   ["UCP", "body over 256 KiB", 413, "request_too_large", null, () => post(UCP, BIG)],
   ["UCP", "UCP-Agent profile not on a public https host", 400, "invalid_profile_url", null, () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { "ucp-agent": 'profile="https://127.0.0.1/profile.json"' })],
+  ["UCP", "platform profile unreachable (error status, timeout)", 424, "profile_unreachable", null, () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, agentHeader("gone.json"))],
+  ["UCP", "platform profile not a UCP profile", 422, "profile_malformed", null, () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, agentHeader("not-a-profile.json"))],
+  ["UCP", "platform speaks another UCP version", 422, "version_unsupported", null, () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, agentHeader("2026-01-11.json"))],
+  // A platform that speaks UCP 2026-01-23: every failure is an HTTP error with that version's
+  // body (the README's rows named "2026-01-23: …").
+  ["UCP", "2026-01-23: body not JSON", 400, "invalid_body", "recoverable", () => post(UCP, "{oops", OLD())],
+  ["UCP", "2026-01-23: Idempotency-Key malformed", 400, "invalid", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, { ...OLD(), "idempotency-key": "k".repeat(256) })],
+  ["UCP", "2026-01-23: Idempotency-Key reused with another body", 409, "idempotency_conflict", "recoverable", async () => {
+    const h = { ...OLD(), "idempotency-key": randomUUID() };
+    assert.equal((await post(UCP, { line_items: [{ item: { id: "pro_monthly" } }] }, h)).status, 201);
+    return post(UCP, { line_items: [{ item: { id: "pro_yearly" } }] }, h);
+  }],
+  ["UCP", "2026-01-23: no line item", 400, "missing", "recoverable", () => post(UCP, {}, OLD())],
+  ["UCP", "2026-01-23: quantity out of range", 400, "invalid", "recoverable", () => post(UCP, { line_items: [{ item: { id: "sensor_node" }, quantity: 0 }] }, OLD())],
+  ["UCP", "2026-01-23: unknown offer", 422, "unknown_offer", "recoverable", () => post(UCP, { line_items: [{ item: { id: "no_such_offer" } }] }, OLD())],
+  ["UCP", "2026-01-23: offer out of stock", 409, "out_of_stock", "recoverable", () => post(UCP, { line_items: [{ item: { id: "sensor_hub" } }] }, OLD())],
+  ["UCP", "2026-01-23: payment data in the body", 400, "payment_not_accepted", "recoverable", () => post(UCP, { line_items: [{ item: { id: "pro_monthly" } }], payment: { instruments: [{ id: "i" }] } }, OLD())],
+  ["UCP", "2026-01-23: unknown checkout session", 404, "not_found", "recoverable", () => get(`${UCP}/cs_test_doesnotexist`, OLD())],
+  ["UCP", "2026-01-23: unknown endpoint", 404, "not_found", "recoverable", async () => post(`${UCP}/${await openSession()}/pay`, {}, OLD())],
+  ["UCP", "2026-01-23: method not allowed", 405, "method_not_allowed", "recoverable", () => fetch(`${BASE_URL}${UCP}`, { method: "DELETE", headers: OLD() })],
+  ["UCP", "2026-01-23: update changes the items", 409, "line_items_fixed", "recoverable", async () => fetch(`${BASE_URL}${UCP}/${await openSession()}`, {
+    method: "PUT", headers: { "content-type": "application/json", ...OLD() }, body: JSON.stringify({ line_items: [{ item: { id: "pro_yearly" } }] }),
+  })],
+  ["UCP", "2026-01-23: complete a canceled session", 409, "checkout_canceled", "recoverable", async () => post(`${UCP}/${await canceledSession()}/complete`, {}, OLD())],
+  ["UCP", "2026-01-23: cancel a final session", 405, "checkout_not_cancelable", "recoverable", async () => post(`${UCP}/${await canceledSession()}/cancel`, {}, OLD())],
+  ["UCP", "2026-01-23: body over 256 KiB", 413, "request_too_large", null, () => post(UCP, BIG, OLD())],
 ];
 
 let openapi;
@@ -463,7 +567,10 @@ for (const [proto, failure, status, code, severity, send] of FAILURES) {
     const res = await send();
     if (proto === "ACP") await assertAcpError(res, status, code);
     else if (status === 200) await assertUcpOutcome(res, code, severity);
+    // Refused before routing, so before a version is agreed: the current version's shape.
+    else if (failure.startsWith("2026-01-23") && status !== 413) await assertUcpLegacyError(res, status, code, severity);
     else await assertUcpError(res, status, code);
+    if (status === 405) assert.ok(res.headers.get("allow"), "a 405 names the methods allowed");
   });
 }
 

@@ -21,6 +21,7 @@ const DOCS = {
   "/.well-known/api-catalog": 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"',
   "/.well-known/agent-skills/index.json": "application/json",
   "/.well-known/ucp": "application/json",
+  "/.well-known/ucp/2026-01-23": "application/json",
   "/.well-known/acp.json": "application/json",
   "/.well-known/agent-card.json": "application/json",
   "/agent/skills/buy-products/SKILL.md": "text/markdown; charset=utf-8",

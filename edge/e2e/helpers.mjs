@@ -95,3 +95,21 @@ export async function assertUcpOutcome(res, code, severity) {
   if (severity) assert.equal(m.severity, severity);
   return m;
 }
+
+/**
+ * A UCP 2026-01-23 failure: the HTTP status with `{ucp, status: "requires_escalation",
+ * messages}` (that version has no error response and no `{code, content}` body).
+ */
+export async function assertUcpLegacyError(res, status, code, severity) {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get("content-type"), "application/json");
+  const body = await res.json();
+  assert.equal(body.status, "requires_escalation");
+  assert.equal(body.ucp.version, "2026-01-23");
+  assert.equal(body.code, undefined, "no 2026-04-08 protocol-error body");
+  const [m] = body.messages;
+  assert.equal(m.type, "error");
+  assert.equal(m.code, code);
+  if (severity) assert.equal(m.severity, severity);
+  return m;
+}

@@ -64,28 +64,64 @@ const acp = new Map(
   }),
 );
 
-// UCP publishes a tree of schemas addressed by `$id`. The discovery profile refers to
-// `../schemas/ucp.json` from `.../schemas/discovery/profile.json`, which resolves one directory
-// too deep (`https://ucp.dev/schemas/schemas/ucp.json`); mirror the tree under that prefix too,
-// so the relative references inside the mirrored files resolve among themselves.
+// UCP publishes a tree of schemas addressed by `$id`, the same `$id`s in every version, so each
+// version gets its own validator. The discovery profile refers to `../schemas/ucp.json` from
+// `.../schemas/discovery/profile.json`, which resolves one directory too deep
+// (`https://ucp.dev/schemas/schemas/ucp.json`); mirror the tree under that prefix too, so the
+// relative references inside the mirrored files resolve among themselves.
+export const UCP_VERSIONS = ["2026-04-08", "2026-01-23"];
+const UCP_CURRENT = UCP_VERSIONS[0];
 const UCP_ROOT = "https://ucp.dev/schemas/";
-const ucp = newAjv();
-for (const path of walk(join(SCHEMAS, "ucp", "2026-04-08"))) {
-  const schema = readJson(path);
-  ucp.addSchema(schema);
-  if (typeof schema.$id === "string" && schema.$id.startsWith(UCP_ROOT)) {
-    ucp.addSchema({ ...schema, $id: `${UCP_ROOT}schemas/${schema.$id.slice(UCP_ROOT.length)}` });
-  }
-}
-// UCP defines the body of a protocol error (401, 403, 409, 429, 503, and 400/422/424 discovery
-// and version failures) in prose only (overview, "Error Handling": "JSON body containing `code`
-// and `content`", with an optional `continue_url`); this is that sentence as a schema.
-ucp.addSchema({
-  $id: "urn:ucp:protocol-error",
+const ucp = new Map(
+  UCP_VERSIONS.map((version) => {
+    const ajv = newAjv();
+    for (const path of walk(join(SCHEMAS, "ucp", version))) {
+      const schema = readJson(path);
+      ajv.addSchema(schema);
+      if (typeof schema.$id === "string" && schema.$id.startsWith(UCP_ROOT)) {
+        ajv.addSchema({ ...schema, $id: `${UCP_ROOT}schemas/${schema.$id.slice(UCP_ROOT.length)}` });
+      }
+    }
+    return [version, ajv];
+  }),
+);
+// UCP 2026-04-08 defines the body of a protocol error (401, 403, 409, 429, 503, and 400/422/424
+// discovery and version failures) in prose only (overview, "Error Handling": "JSON body
+// containing `code` and `content`", with an optional `continue_url`); this is that sentence as
+// a schema.
+ucp.get("2026-04-08").addSchema({
+  $id: "urn:ucp:error",
   type: "object",
   required: ["code", "content"],
   properties: { code: { type: "string", minLength: 1 }, content: { type: "string", minLength: 1 }, continue_url: { type: "string", format: "uri" } },
 });
+// UCP 2026-01-23 has no error response schema either: its REST binding ("Error Responses")
+// says every error follows "the standard UCP error structure", `{status: "requires_escalation",
+// messages: [{type: "error", code, content, severity}]}`, and its overview that every response
+// carries the `ucp` object. That prose as a schema, over the version's own message_error.json
+// (whose severities have no `unrecoverable`) and ucp.json (no `ucp.status`).
+ucp.get("2026-01-23").addSchema({
+  $id: "urn:ucp:error",
+  type: "object",
+  required: ["status", "messages"],
+  properties: {
+    ucp: { allOf: [{ $ref: "https://ucp.dev/schemas/ucp.json#/$defs/response_checkout_schema" }, { not: { required: ["status"] } }] },
+    status: { const: "requires_escalation" },
+    messages: { type: "array", minItems: 1, items: { $ref: "https://ucp.dev/schemas/shopping/types/message_error.json" } },
+  },
+});
+
+/**
+ * Platform profiles the e2e run serves, by URL, with the UCP version each declares: a request
+ * naming one in `UCP-Agent` spoke that version, and its answer is checked against that
+ * version's schemas. Any other request spoke the current version (an unknown profile is refused
+ * before a version is agreed, in the current version's shape).
+ */
+const platformProfiles = new Map();
+export function declarePlatformProfile(url, version) {
+  if (!UCP_VERSIONS.includes(version)) throw new Error(`no UCP ${version} schemas`);
+  platformProfiles.set(url, version);
+}
 
 // MCP publishes one schema per revision.
 const mcp = new Map(
@@ -130,7 +166,7 @@ function header(headers, name) {
 /** Which protocol a path belongs to, or null. */
 export function protocolOf(path) {
   if (path.startsWith("/agent/commerce/acp/") || path === "/.well-known/acp.json") return "acp";
-  if (path.startsWith("/agent/commerce/ucp/") || path === "/.well-known/ucp") return "ucp";
+  if (path.startsWith("/agent/commerce/ucp/") || path === "/.well-known/ucp" || path.startsWith("/.well-known/ucp/")) return "ucp";
   if (path === "/mcp") return "mcp";
   if (path === "/.well-known/agent-card.json") return "a2a";
   return null;
@@ -175,16 +211,37 @@ function checkAcp(request, status, body, what) {
   check(acp.get(version), ref, body, what);
 }
 
+/** The UCP version a request spoke: its `UCP-Agent` profile's, when the run serves that one. */
+function ucpVersion(request) {
+  const profile = /profile="([^"]*)"/.exec(header(request.headers, "ucp-agent") ?? "")?.[1];
+  return platformProfiles.get(profile) ?? UCP_CURRENT;
+}
+
 function checkUcp(request, status, body, what) {
-  if (request.path === "/.well-known/ucp") {
-    return check(ucp, "https://ucp.dev/schemas/discovery/profile.json#/$defs/business_profile", body, what);
+  const profiles = "https://ucp.dev/schemas/discovery/profile.json#/$defs/business_profile";
+  if (request.path === "/.well-known/ucp") return check(ucp.get(UCP_CURRENT), profiles, body, what);
+  if (request.path.startsWith("/.well-known/ucp/")) {
+    // A version-specific profile (the current one's supported_versions names it).
+    const version = request.path.slice("/.well-known/ucp/".length);
+    if (!ucp.has(version)) throw new Error(`${what}: no UCP ${version} schemas`);
+    if (status !== 200 || body?.ucp?.version !== version) throw new Error(`${what}: not the ${version} profile`);
+    return check(ucp.get(version), profiles, body, what);
   }
-  if (status >= 400) return check(ucp, "urn:ucp:protocol-error", body, what);
+  // A body over the size limit and the rate limiter's 429 are refused before routing, so before
+  // any version is agreed (agreeing costs a profile fetch): the current version's shape.
+  const version = status === 413 || status === 429 ? UCP_CURRENT : ucpVersion(request);
+  const ajv = ucp.get(version);
+  if (status >= 400) return check(ajv, "urn:ucp:error", body, `${what} (UCP ${version})`);
+  if (body?.ucp?.version !== version) throw new Error(`${what}: answered UCP ${body?.ucp?.version}, asked ${version}`);
+  if (version !== UCP_CURRENT) {
+    // Before 2026-04-08 every failure is an HTTP error: a 2xx is a checkout.
+    return check(ajv, "https://ucp.dev/schemas/shopping/checkout.json", body, `${what} (UCP ${version})`);
+  }
   // A business outcome is a checkout, or (`ucp.status: "error"`) an error response.
   const ref = body?.ucp?.status === "error"
     ? "https://ucp.dev/schemas/shopping/types/error_response.json"
     : "https://ucp.dev/schemas/shopping/checkout.json";
-  check(ucp, ref, body, what);
+  check(ajv, ref, body, what);
 }
 
 /** The MCP revision a request spoke: the stateless era when it says so, else the handshake era. */

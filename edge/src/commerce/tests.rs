@@ -707,3 +707,33 @@ fn idempotency_keys_do_not_cross_versions() {
     );
     assert_eq!(v["messages"][0]["code"], "idempotency_conflict");
 }
+
+/// The failure-table rows of UCP 2026-01-23 that no e2e run can trigger on demand: a key still
+/// in flight and the idempotency store down, as that version's HTTP errors.
+#[test]
+fn ucp_2026_01_23_in_flight_and_store_down() {
+    for (store, status, code) in [
+        (Ok(Begin::InFlight), 409, "idempotency_in_flight"),
+        (Err("storage down".to_string()), 503, "service_unavailable"),
+    ] {
+        let fake = Fake::new();
+        *fake.answer.borrow_mut() = Some(HttpAnswer {
+            status: 200,
+            body: br#"{"ucp":{"version":"2026-01-23"}}"#.to_vec(),
+        });
+        *fake.store.borrow_mut() = Some(store);
+        let req = Request::new("POST", UCP_SESSIONS)
+            .with_header("ucp-agent", r#"profile="https://agent.example/p""#)
+            .with_header("idempotency-key", "k")
+            .with_body(br#"{"line_items":[{"item":{"id":"pro_monthly"}}]}"#.to_vec());
+        let (r, v) = call(&fake, req);
+        assert_eq!(
+            (r.status, v["status"].as_str()),
+            (status, Some("requires_escalation")),
+            "{v}"
+        );
+        assert_eq!(v["ucp"]["version"], "2026-01-23");
+        assert_eq!(v["messages"][0]["code"], code);
+        assert!(r.header("retry-after").is_some());
+    }
+}

@@ -2,7 +2,8 @@
 //! tool's result), `/llms.txt`, `/auth.md`, `/robots.txt` and `/sitemap.xml`.
 
 use crate::meta::{
-    AGENT_CARD_PATH, KEY_DIRECTORY_PATH, PRODUCTS_PATH, SERVICE_NAME, SKILL_PATH, SUMMARY, VERSION,
+    AGENT_CARD_PATH, KEY_DIRECTORY_PATH, PRODUCTS_PATH, SERVICE_NAME, SKILL_PATH, SUMMARY,
+    UCP_PREVIOUS_PROFILE, VERSION,
 };
 use crate::pages;
 use crate::tool::ToolSpec;
@@ -69,6 +70,7 @@ pub fn site_info(base: &str, tools: &[ToolSpec]) -> Value {
             "support": doc("/support"),
             "products": doc(PRODUCTS_PATH),
             "ucp_profile": doc("/.well-known/ucp"),
+            "ucp_profile_2026_01_23": doc(UCP_PREVIOUS_PROFILE),
             "acp_manifest": doc("/.well-known/acp.json"),
         },
         "pages": pages::all().iter().map(|p| json!({
