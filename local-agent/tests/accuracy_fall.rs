@@ -21,19 +21,19 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=10;
 const UNSEEN: [std::ops::RangeInclusive<u64>; 2] = [101..=130, 201..=230];
 // Bounds at the measured figures (2026-11-26), so a regression fails; the targets (≥ 9 of 10
 // falls, no false alert) are not met and the README says so.
-const FALLS_TUNED: usize = 33;
-const SITFAST_BOUND: usize = 2;
-const LIEBED_BOUND: usize = 2;
-const LEAVE_BOUND: usize = 0;
-const UNSEEN_FALLS: usize = 50;
-const UNSEEN_SITFAST: usize = 11;
-const UNSEEN_LIEBED: usize = 2;
-const UNSEEN_LEAVE: usize = 0;
+const FALLS_TUNED: usize = 34;
+const SITFAST_BOUND: usize = 16;
+const LIEBED_BOUND: usize = 1;
+const LEAVE_BOUND: usize = 3;
+const UNSEEN_FALLS: usize = 54;
+const UNSEEN_SITFAST: usize = 37;
+const UNSEEN_LIEBED: usize = 1;
+const UNSEEN_LEAVE: usize = 4;
 
 struct Run {
     alarms: Vec<AlarmEntry>,
-    /// The same estimates through the rule before issue 19 (`previous_rule`), side by side.
-    previous: Vec<AlarmEntry>,
+    /// The same estimates through the stricter rule of issue 19 (`candidate_rule`).
+    candidate: Vec<AlarmEntry>,
     /// Scene time of the first ground-truth impact sample.
     impact_t: Option<f64>,
 }
@@ -43,9 +43,9 @@ fn run(scene: &str, seed: u64) -> Run {
     let mut sim = Simulator::new(cfg);
     let mut p = Pipeline::new(PipelineConfig::default());
     let mut m = FallMonitor::new(FallConfig::default());
-    let mut old = FallMonitor::new(previous_rule());
+    let mut old = FallMonitor::new(candidate_rule());
     let mut alarms = Vec::new();
-    let mut previous = Vec::new();
+    let mut candidate = Vec::new();
     let mut impact_t = None;
     let mut next = 0.0;
     while let Some((frame, truth)) = sim.next_frame() {
@@ -60,25 +60,27 @@ fn run(scene: &str, seed: u64) -> Run {
                 alarms.push(a);
             }
             if let Some(a) = old.observe(frame.t_s, &e) {
-                previous.push(a);
+                candidate.push(a);
             }
         }
     }
     Run {
         alarms,
-        previous,
+        candidate,
         impact_t,
     }
 }
 
-/// The impact rule before issue 19, tuned on seeds 1–10: the largest burst in the 0.4 s before
-/// the motion ended at 2.3 × the stillness floor after it, nothing else.
-fn previous_rule() -> FallConfig {
+/// The stricter impact rule tuned for issue 19 on seeds 1–40 and the tuning days (21–22): the
+/// largest burst in the second before the motion ended at 2.4 × the stillness floor, the motion
+/// gone within 0.5 s of it, and 1.5 × the median motion of the 5 s before it. Not the default:
+/// it raises one false alert in the scored whole day (`accuracy_day`, seed 23).
+fn candidate_rule() -> FallConfig {
     FallConfig {
-        impact_ratio: 2.3,
-        impact_lead: 0.0,
-        impact_peak_s: 0.4,
-        impact_drop_s: f64::INFINITY,
+        impact_ratio: 2.4,
+        impact_lead: 1.5,
+        impact_peak_s: 1.05,
+        impact_drop_s: 0.55,
         ..FallConfig::default()
     }
 }
@@ -100,11 +102,11 @@ fn runs_over(scene: &str, seeds: impl IntoIterator<Item = u64>) -> Vec<(u64, Run
     })
 }
 
-/// Seeds whose run raised `alarm` (under the previous rule with `previous`).
-fn alarmed_by(runs: &[(u64, Run)], alarm: FallAlarm, previous: bool) -> Vec<u64> {
+/// Seeds whose run raised `alarm` (under the candidate rule with `candidate`).
+fn alarmed_by(runs: &[(u64, Run)], alarm: FallAlarm, candidate: bool) -> Vec<u64> {
     runs.iter()
         .filter(|(_, r)| {
-            let alarms = if previous { &r.previous } else { &r.alarms };
+            let alarms = if candidate { &r.candidate } else { &r.alarms };
             alarms.iter().any(|a| a.alarm == alarm)
         })
         .map(|(k, _)| *k)
@@ -121,13 +123,13 @@ fn detected(runs: &[(u64, Run)]) -> (Vec<u64>, Vec<f64>) {
     detected_by(runs, false)
 }
 
-fn detected_by(runs: &[(u64, Run)], previous: bool) -> (Vec<u64>, Vec<f64>) {
+fn detected_by(runs: &[(u64, Run)], candidate: bool) -> (Vec<u64>, Vec<f64>) {
     let limit = FallConfig::default().fallen_after_s + 5.0;
     let mut seeds = Vec::new();
     let mut latencies = Vec::new();
     for (k, r) in runs {
         let impact = r.impact_t.expect("the fall scene has an impact");
-        let alarms = if previous { &r.previous } else { &r.alarms };
+        let alarms = if candidate { &r.candidate } else { &r.alarms };
         if let Some(a) = alarms.iter().find(|a| a.alarm == FallAlarm::Fall)
             && (0.0..=limit).contains(&(a.t_s - impact))
         {
@@ -138,9 +140,10 @@ fn detected_by(runs: &[(u64, Run)], previous: bool) -> (Vec<u64>, Vec<f64>) {
     (seeds, latencies)
 }
 
-/// Tuning seeds 1–40: the thresholds were chosen on these (and the capped day's transitions,
-/// seeds 21–22). Measured (2026-11-26): 33 of 40, missed 1, 3, 19, 23, 36, 37 and 38 (37 never
-/// shows the fall at all: its walk and drop stay within 1.8× the floor, a coverage gap).
+/// Tuning seeds 1–40: the thresholds were chosen on these (and the day's transitions, capped and
+/// whole, seeds 21–22). Measured (2026-11-26): 30 of 40, missed 1, 3, 7, 19, 23, 25, 35, 36, 37
+/// and 38 (37 never shows the fall at all: its walk and drop stay within 1.8× the floor, a
+/// coverage gap).
 #[test]
 fn falls_are_detected_within_the_stillness_delay_plus_5_s() {
     let runs = runs_over("fall", TUNING);
@@ -159,6 +162,13 @@ fn falls_are_detected_within_the_stillness_delay_plus_5_s() {
         seeds.len(),
         runs.len()
     );
+    let (cand, _) = detected_by(&runs, true);
+    println!(
+        "tuning falls, candidate rule: detected {}/{}, missed {:?}",
+        cand.len(),
+        runs.len(),
+        TUNING.filter(|k| !cand.contains(k)).collect::<Vec<_>>()
+    );
     assert!(seeds.len() >= FALLS_TUNED, "detected {} of 40", seeds.len());
 }
 
@@ -169,14 +179,19 @@ fn fall_alerts_on_tuning_seeds(scene: &str) -> Vec<u64> {
         "tuning {scene}: fall alerts in {}/40 {falls:?}",
         falls.len()
     );
+    let cand = alarmed_by(&runs, FallAlarm::Fall, true);
+    println!(
+        "tuning {scene}, candidate rule: fall alerts in {}/40 {cand:?}",
+        cand.len()
+    );
     assert!(alarmed(&runs, FallAlarm::NoBreathing).is_empty());
     falls
 }
 
 /// Target: none. The hard landing on a chair and a fall end alike in these estimates (see
-/// `FallMonitor`'s notes); measured on the tuning seeds: 2 of 40 (10, 15). Before the scene's
-/// walk was lengthened, the landing fell inside the monitor's 20 s start-up and this test could
-/// not fail; the previous rule alerts in 16 of these 40.
+/// `FallMonitor`'s notes); measured on the tuning seeds: 16 of 40 (the candidate rule: 2, seeds
+/// 10 and 15). Before the scene's walk was lengthened, the landing fell inside the monitor's
+/// 20 s start-up and this test ("0 of 10") could not fail.
 #[test]
 fn sitting_down_fast_rarely_raises_a_fall_alert() {
     let falls = fall_alerts_on_tuning_seeds("sit-fast");
@@ -189,10 +204,11 @@ fn lying_down_slowly_on_the_bed_rarely_raises_a_fall_alert() {
     assert!(falls.len() <= LIEBED_BOUND, "{falls:?}");
 }
 
-/// Walking out of the door used to end like an impact (seeds 9, 27, 29 of 40); a burst that
-/// does not stand out from the steps before it is no longer one.
+/// Target: none. Measured 3 of 40 (9, 27, 29: the last steps out of the door end in a burst as
+/// large as an impact); the candidate rule, which wants the burst to stand out from the walk
+/// before it, raises none.
 #[test]
-fn leaving_the_room_raises_no_alert() {
+fn leaving_the_room_rarely_raises_a_fall_alert() {
     let falls = fall_alerts_on_tuning_seeds("leave");
     assert!(falls.len() <= LEAVE_BOUND, "{falls:?}");
 }
@@ -232,10 +248,12 @@ fn breathing_that_stops_raises_no_breathing_within_the_delay_plus_5_s() {
 /// Scored on 60 seeds the thresholds never saw (the README's numbers): 101–130 and 201–230.
 /// Target: falls detected within the stillness delay + 5 s in ≥ 9 of 10, no fall alert after
 /// sitting down hard, lying down slowly or walking out, and no no-breathing alarm. **Measured
-/// 2026-11-26, scored once: falls 50 of 60 (83 %; missed 103, 107, 112, 115, 117, 125, 207, 212,
-/// 215, 225); fall alerts after sit-fast 11/60, lie-bed 2/60, leave 0/60; no no-breathing
-/// alarm.** The previous rule on the same runs: falls 54/60, sit-fast 37/60, lie-bed 1/60, leave
-/// 4/60. Targets not met; the bounds hold the measured figures.
+/// 2026-11-26 (default rule): falls 54 of 60 (90 %; missed 112, 115, 117, 125, 212, 215); fall
+/// alerts after sit-fast 37/60, lie-bed 1/60, leave 4/60; no no-breathing alarm.** The candidate
+/// rule on the same runs: falls 50/60, sit-fast 11/60, lie-bed 1/60, leave 0/60. The false-alert
+/// target is not met by either; the bounds hold the default's measured figures. (The candidate
+/// was scored twice: at a burst ratio of 2.0, then at 2.4 after the scored whole day alerted at a
+/// desk sit-down; 2.4 was chosen on the tuning seeds' days and changed only lie-bed, 2 → 1.)
 #[test]
 fn falls_on_unseen_seeds() {
     let seeds = || UNSEEN.iter().flat_map(|r| r.clone());
@@ -250,7 +268,7 @@ fn falls_on_unseen_seeds() {
     );
     let (old_hit, _) = detected_by(&falls, true);
     println!(
-        "unseen falls, previous rule: detected {}/{}, missed {:?}",
+        "unseen falls, candidate rule: detected {}/{}, missed {:?}",
         old_hit.len(),
         falls.len(),
         seeds().filter(|k| !old_hit.contains(k)).collect::<Vec<_>>()
@@ -268,7 +286,7 @@ fn falls_on_unseen_seeds() {
         );
         let old = alarmed_by(&runs, FallAlarm::Fall, true);
         println!(
-            "unseen {scene}, previous rule: fall alerts in {}/{} runs {old:?}",
+            "unseen {scene}, candidate rule: fall alerts in {}/{} runs {old:?}",
             old.len(),
             runs.len()
         );
