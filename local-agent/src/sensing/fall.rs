@@ -18,18 +18,27 @@
 //!
 //! **Impact.** Walking already moves the amplitudes as much as a fall does (on the simulator the
 //! per-packet change of a fall is no larger than a brisk step), so a burst alone would flag every
-//! walk. What sets a fall apart is its shape at the end of a motion episode: a burst of at least
-//! `impact_ratio` × the stillness floor that follows, after which the motion collapses to that
-//! floor within `impact_drop_s`, with nothing moving afterwards. Sitting down hard decays over
-//! half a second or more as the body settles; lying down slowly never bursts. The floor is the
-//! median `motion_burst` over the `settle_s` after the episode ended, so the judgement is made
-//! `settle_s` after the end of motion, well inside the alert delay.
+//! walk. What sets a fall apart is its shape at the end of a motion episode, judged `settle_s`
+//! after the motion ended against the median `motion_burst` over those seconds (the stillness
+//! floor):
+//! - the largest sample in the `impact_peak_s` before the last movement (the last sample above
+//!   `impact_release` × the floor) is at least `impact_ratio` × the floor;
+//! - optionally, the motion collapses to the floor within `impact_drop_s` of it (a hard landing on
+//!   a chair often peaks as the body drops and settles for a second or more);
+//! - optionally, it stands out from the motion that led to it (`impact_lead` × the median of the
+//!   6 s to 1 s before it): the last steps out of a door end at the level of the walk.
 //!
-//! The thresholds were chosen on the simulator's `fall`, `sit-fast`, `lie-bed` and `leave` scenes
-//! (10 seeds each) and the transitions of its `day`: the classes overlap. The weakest detected
-//! fall peaks at 2.38 × its floor, an ordinary sit-down at the desk in the day reached 2.23 ×,
-//! and one walk out of the door ends exactly like an impact. Treat it as a best-effort detector
-//! (see the README's Accuracy section for the measured rates).
+//! The defaults are the rule tuned on seeds 1–10 (2.3 × the floor within 0.4 s, the two optional
+//! checks off). Issue 19 tuned a stricter setting on seeds 1–40 and the `day` (seeds 21–22, capped
+//! and whole): 2.4 × within 1.05 s, collapse within 0.55 s, 1.5 × the lead. Scored on seeds
+//! 101–130 and 201–230 it trades 4 of 60 falls for 26 fewer alerts after a hard sit and 4 fewer
+//! after walking out, but raises a false alert at a desk sit-down in the scored whole day (seed
+//! 23, which the defaults pass), so it is not the default; `tests/accuracy_fall.rs` runs both side
+//! by side (the README's Accuracy section has the figures). The classes overlap: on the simulator
+//! a hard landing on a chair and a fall end in bursts of the same size and shape (2–12 × the
+//! floor, collapsing within 0.1–2 s), and the stillness after them reads the same (a breathing
+//! person, no motion), so every setting trades missed falls against alerts after a hard sit. Treat
+//! it as a best-effort detector.
 //!
 //! **No breathing needs a track the sensor has shown it can hold.** The estimator's `None` is
 //! "no rate passed the gates", not "no chest motion": a sleeper in bed, far from the link and
@@ -52,7 +61,8 @@
 //! **Someone is still there.** The pipeline's presence lapses for a person lying motionless
 //! whose breathing it cannot measure (its still bridge expires once a breathing window found
 //! nothing), so `impact → fallen` does not require the pipeline's presence: walking out of the
-//! room usually ends in a fading episode, not an impact (not always; see the thresholds above). For `no_breathing` the monitor keeps its own
+//! room usually ends in a fading episode, not an impact (not always; see the thresholds above).
+//! For `no_breathing` the monitor keeps its own
 //! occupancy: set by the pipeline's presence, cleared only when the pipeline reports the room
 //! empty *and* the last thing seen was a motion episode (someone walking out), never by
 //! stillness alone.
@@ -103,11 +113,19 @@ pub struct FallConfig {
     pub track_within_s: f64,
     /// Burst over the following stillness floor that counts as an impact.
     pub impact_ratio: f64,
+    /// The burst must also stand out from the motion that led to it: at least this multiple of
+    /// the median motion between 6 s and 1 s before it (walking out of a door or pacing ends at
+    /// the level it walked at; a fall ends in a burst above it). 0 turns the check off.
+    pub impact_lead: f64,
+    /// The burst is the largest sample in this many seconds before the last movement.
+    pub impact_peak_s: f64,
     /// Motion above `impact_release` × floor still counts as movement when finding where the
     /// episode really ended.
     pub impact_release: f64,
     /// Longest time from the burst's peak to the last movement above the release level: the
     /// collapse from burst to stillness that sets an impact apart from settling into a chair.
+    /// Infinite turns the check off; finite values want half a 0.1 s tick of slack (0.55, not
+    /// 0.5) so sample-time jitter does not decide.
     pub impact_drop_s: f64,
     /// A burst this far above the still floor without `moving` is a stir (someone shifting or
     /// quietly walking out); breathing lost around a stir does not raise `no_breathing`.
@@ -129,8 +147,10 @@ impl Default for FallConfig {
             breath_track_s: 20.0,
             track_within_s: 60.0,
             impact_ratio: 2.3,
+            impact_lead: 0.0,
+            impact_peak_s: 0.4,
             impact_release: 1.3,
-            impact_drop_s: 0.4,
+            impact_drop_s: f64::INFINITY,
             stir_ratio: 1.35,
             settle_s: 3.0,
             clear_motion_s: 2.0,
@@ -164,8 +184,14 @@ const RATE_AGREE_BPM: f64 = 3.6;
 /// fail for a few one-second windows on a clearly breathing person (a sigh, an AGC step).
 const BREATH_LAPSE_S: f64 = 10.0;
 
-/// How much history the impact judgement looks at.
-const HISTORY_S: f64 = 8.0;
+/// How far back from the judgement the end of the motion is looked for.
+const IMPACT_LOOKBACK_S: f64 = 8.0;
+/// How much history the impact judgement keeps: the lookback, the burst window and the 6 s of
+/// motion before the burst.
+const HISTORY_S: f64 = 12.0;
+/// The motion that led to the burst: between these many seconds before it.
+const LEAD_FROM_S: f64 = 6.0;
+const LEAD_TO_S: f64 = 1.0;
 
 #[derive(Debug, Clone)]
 pub struct FallMonitor {
@@ -522,20 +548,42 @@ impl FallMonitor {
         };
         let floor = floor.max(1e-6);
         let release = self.cfg.impact_release * floor;
+        let now = self.last_t;
         // Where the motion really ended: the last sample above the release level.
-        let Some(&(t_last, _, _)) = self.history.iter().rev().find(|(_, b, _)| *b > release) else {
-            return false;
-        };
-        // The burst: the largest sample in the second before that.
-        let Some(&(_, peak, _)) = self
+        let Some(&(t_last, _, _)) = self
             .history
             .iter()
-            .filter(|(t, _, _)| *t >= t_last - self.cfg.impact_drop_s && *t <= t_last)
+            .rev()
+            .take_while(|(t, _, _)| now - t <= IMPACT_LOOKBACK_S)
+            .find(|(_, b, _)| *b > release)
+        else {
+            return false;
+        };
+        // The burst: the largest sample in the `impact_peak_s` before that.
+        let Some(&(t_peak, peak, _)) = self
+            .history
+            .iter()
+            .filter(|(t, _, _)| {
+                *t >= t_last - self.cfg.impact_peak_s
+                    && *t <= t_last
+                    && now - t <= IMPACT_LOOKBACK_S
+            })
             .max_by(|a, b| a.1.total_cmp(&b.1))
         else {
             return false;
         };
-        peak >= self.cfg.impact_ratio * floor
+        if peak < self.cfg.impact_ratio * floor || t_last - t_peak > self.cfg.impact_drop_s {
+            return false;
+        }
+        // The motion that led to it: a burst no larger than the steps before it is the end of a
+        // walk (out of the door, or away from the link), not an impact.
+        let lead: Vec<f64> = self
+            .history
+            .iter()
+            .filter(|(t, _, _)| *t >= t_peak - LEAD_FROM_S && *t <= t_peak - LEAD_TO_S)
+            .map(|(_, b, _)| *b)
+            .collect();
+        median(lead).is_none_or(|m| peak >= self.cfg.impact_lead * m)
     }
 }
 

@@ -36,10 +36,13 @@ pub fn scene_names() -> &'static [&'static str] {
 /// - `walk` (60 s): someone walking around the room the whole time.
 /// - `fall` (95 s): walking 20 s, then a fall (a few more seconds of walking, the drop, the impact)
 ///   and lying on the floor breathing 18 br/min, heart 90 bpm, for well over the 45 s alert delay.
-/// - `sit-fast` (90 s): walking 15 s, then dropping hard onto the chair and sitting still
-///   (15 br/min, 75 bpm): an impact-like event that must not raise a fall alert.
-/// - `lie-bed` (135 s): walking 15 s, then lying down slowly on the bed and lying still
-///   (13 br/min, 62 bpm): slow posture change into a low, weakly coupled position.
+/// - `sit-fast` (100 s): walking 25 s, then dropping hard onto the chair and sitting still
+///   (15 br/min, 75 bpm): an impact-like event that must not raise a fall alert. The walk is long
+///   enough that the landing comes after the fall monitor's 20 s start-up (with 15 s it fell
+///   inside it, and the scene tested nothing).
+/// - `lie-bed` (145 s): walking 25 s, then lying down slowly on the bed and lying still
+///   (13 br/min, 62 bpm): slow posture change into a low, weakly coupled position (after the fall
+///   monitor's start-up, like `sit-fast`).
 /// - `leave` (120 s): sitting still 40 s (15 br/min, 70 bpm), leaving (walking out of the door),
 ///   then an empty room for the rest: vitals must drop out and not latch.
 /// - `no-breathing` (120 s): sitting still and breathing 40 s, then still with no chest motion for
@@ -83,7 +86,7 @@ pub fn scene(name: &str) -> Option<Vec<Segment>> {
             ),
         ],
         "sit-fast" => vec![
-            seg(15.0, Walk),
+            seg(25.0, Walk),
             seg(
                 75.0,
                 SitDownFast {
@@ -93,7 +96,7 @@ pub fn scene(name: &str) -> Option<Vec<Segment>> {
             ),
         ],
         "lie-bed" => vec![
-            seg(15.0, Walk),
+            seg(25.0, Walk),
             seg(
                 120.0,
                 LieDownSlowly {
