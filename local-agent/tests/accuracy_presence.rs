@@ -102,7 +102,7 @@ fn a_still_person_stays_present_on_unseen_seeds() {
 }
 
 /// See `a_still_person_stays_present_on_unseen_seeds`.
-const UNSEEN_BOUND: f64 = 0.0;
+const UNSEEN_BOUND: f64 = 0.99;
 
 #[test]
 fn the_simulated_empty_room_is_empty_on_every_tick() {
@@ -125,6 +125,63 @@ fn the_simulated_empty_room_is_empty_on_every_tick() {
         assert_eq!((present, vitals), (0, 0), "seed {seed}");
     }
 }
+
+/// Longer quiet rooms than the scene's 120 s: 10 minutes at 25 Hz, seeds 1–8. Not met: the
+/// breathing gates accept a rate from the simulator's noise now and then, and presence follows
+/// the accepted rate (and the still cue's hold after it). Reported in the README; the bound
+/// holds the measured figure so a regression fails.
+#[test]
+fn ten_quiet_minutes_report_false_breaths() {
+    let seeds: Vec<u64> = (1..=8).collect();
+    let results: Vec<(u64, usize, usize, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = seeds
+            .iter()
+            .map(|&seed| {
+                scope.spawn(move || {
+                    let cfg = SimConfig {
+                        seed,
+                        rate_hz: 25.0,
+                        script: vec![Segment {
+                            duration_s: 600.0,
+                            activity: Activity::Absent,
+                        }],
+                        ..SimConfig::default()
+                    };
+                    let ticks = run(cfg, PipelineConfig::default());
+                    let present = ticks.iter().filter(|t| t.est.present).count();
+                    let vitals = ticks
+                        .iter()
+                        .filter(|t| t.est.breathing_bpm.is_some() || t.est.heart_bpm.is_some())
+                        .count();
+                    (seed, ticks.len(), present, vitals)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("run"))
+            .collect()
+    });
+    let (mut n, mut p, mut v) = (0, 0, 0);
+    for (seed, ticks, present, vitals) in &results {
+        eprintln!(
+            "quiet 10 min seed {seed}: present on {present}/{ticks} ticks, vitals on {vitals}"
+        );
+        n += ticks;
+        p += present;
+        v += vitals;
+    }
+    eprintln!("quiet 10 min, seeds 1-8: present on {p}/{n} ticks, vitals on {v}");
+    assert!(n > 40_000);
+    assert!(
+        p <= QUIET_PRESENT_BOUND && v <= QUIET_VITALS_BOUND,
+        "present {p}, vitals {v}"
+    );
+}
+
+/// See `ten_quiet_minutes_report_false_breaths` (target 0 and 0).
+const QUIET_PRESENT_BOUND: usize = 1354;
+const QUIET_VITALS_BOUND: usize = 209;
 
 fn baseline_files() -> Vec<PathBuf> {
     let dir = Path::new(concat!(
