@@ -50,6 +50,21 @@ pub struct Index {
     /// title, brand or service).
     pub(crate) aliases: Vec<(String, Vec<u32>, u8)>,
     pub(crate) max_alias_words: u32,
+    /// Per tool, what ranking reads of it besides the postings: derived from the tools on the
+    /// first search, not stored. A common-word query has tens of thousands of candidates, and
+    /// reading each one's `Tool` (its path, to count parameters) was a cache miss per candidate
+    /// and a quarter of that query's time.
+    #[serde(skip)]
+    pub(crate) doc_meta: std::sync::OnceLock<Vec<DocMeta>>,
+}
+
+/// See [`Index::doc_meta`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DocMeta {
+    pub(crate) method: crate::model::Method,
+    /// `{parameters}` in the path, at most 8.
+    pub(crate) depth: u8,
+    pub(crate) deprecated: bool,
 }
 
 /// The index's large arrays as single byte blobs in the artifact: decoding millions of postings
