@@ -399,13 +399,29 @@ thread_local! {
 fn doc_meta(cat: &Catalog) -> Vec<crate::index::DocMeta> {
     cat.tools
         .iter()
-        .map(|t| crate::index::DocMeta {
-            method: t.method,
-            depth: t.path.matches('{').count().min(8) as u8,
-            deprecated: t.deprecated,
+        .map(|t| {
+            let mut modifiers = 0u32;
+            for w in t.name.rsplit('.').next().unwrap_or("").split('_') {
+                if let Some(i) = MODIFIERS.iter().position(|m| *m == w) {
+                    if modifiers & 1 << i != 0 {
+                        modifiers |= REPEATED_MODIFIER;
+                    }
+                    modifiers |= 1 << i;
+                }
+            }
+            crate::index::DocMeta {
+                method: t.method,
+                depth: t.path.matches('{').count().min(8) as u8,
+                deprecated: t.deprecated,
+                modifiers,
+            }
         })
         .collect()
 }
+
+/// Bit of [`crate::index::DocMeta::modifiers`]: a modifier word occurs twice in the name.
+const REPEATED_MODIFIER: u32 = 1 << 31;
+const _: () = assert!(MODIFIERS.len() < 31);
 
 #[allow(clippy::too_many_arguments)]
 fn rank_in(
@@ -560,14 +576,27 @@ fn rank_in(
     // Side operations (usage, stats, templates…) rank behind the operation itself unless the
     // request asks for them. The penalty only lowers a score, so across the catalog it is
     // applied to the best candidates first (see `penalise_best`).
+    // Every factor is the same, so the product depends only on how many name words are
+    // penalised: counted from the tool's modifier bits unless a word repeats.
+    let penalised_bits = MODIFIERS
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| penalised.contains(m))
+        .fold(0u32, |bits, (i, _)| bits | 1 << i);
     let side_penalty = |d: u32| {
-        let name = &cat.tools[d as usize].name;
-        name.rsplit('.')
-            .next()
-            .unwrap_or("")
-            .split('_')
-            .filter(|w| penalised.contains(w))
-            .fold(1.0f32, |p, _| p * MODIFIER_PENALTY)
+        let bits = meta[d as usize].modifiers;
+        let words = if bits & REPEATED_MODIFIER == 0 {
+            (bits & penalised_bits).count_ones() as usize
+        } else {
+            let name = &cat.tools[d as usize].name;
+            name.rsplit('.')
+                .next()
+                .unwrap_or("")
+                .split('_')
+                .filter(|w| penalised.contains(w))
+                .count()
+        };
+        (0..words).fold(1.0f32, |p, _| p * MODIFIER_PENALTY)
     };
     let keep = match (scope, &semantic) {
         (Scope::All, Some(_)) => GLOBAL_RERANK.max(limit),
@@ -673,25 +702,47 @@ fn fuse(cat: &Catalog, mut cands: Vec<(f32, u32)>, q: &[f32], scope: &Scope) -> 
     }
     let best = cands.iter().map(|c| c.0).fold(0f32, f32::max);
     let lexical = |s: f32| if best > 0.0 { s / best } else { 0.0 };
-    let cos = |d: u32| {
-        let d = d as usize;
-        crate::embed::cosine(q, &cat.tool_vectors[d * dims..(d + 1) * dims])
-    };
+    let cos = cosines_of(cat, q, dims, cands.iter().map(|c| c.1));
     let mut out: Vec<(f32, u32)> = cands
         .iter()
-        .map(|&(s, d)| (lexical(s) + SEMANTIC_WEIGHT * cos(d), d))
+        .zip(cos)
+        .map(|(&(s, d), c)| (lexical(s) + SEMANTIC_WEIGHT * c, d))
         .collect();
     if let Scope::Ranges(ranges) = scope {
         let seen: std::collections::HashSet<u32> = cands.iter().map(|c| c.1).collect();
         for &(a, b) in ranges {
-            for d in a..b {
-                let c = cos(d);
+            for (d, c) in (a..b).zip(cosines_of(cat, q, dims, a..b)) {
                 if c >= SEMANTIC_FLOOR && !seen.contains(&d) {
                     out.push((SEMANTIC_WEIGHT * c, d));
                 }
             }
         }
     }
+    out
+}
+
+/// The cosines of the query with the tools `docs`, in order, eight at a time (the largest
+/// apps have thousands of tools, and one sum at a time left the processor waiting on each
+/// addition).
+fn cosines_of(cat: &Catalog, q: &[f32], dims: usize, docs: impl Iterator<Item = u32>) -> Vec<f32> {
+    const LANES: usize = 8;
+    let row = |d: u32| {
+        let d = d as usize;
+        &cat.tool_vectors[d * dims..(d + 1) * dims]
+    };
+    let docs: Vec<u32> = docs.collect();
+    let mut out = Vec::with_capacity(docs.len());
+    let mut chunks = docs.chunks_exact(LANES);
+    for c in &mut chunks {
+        let rows: [&[i8]; LANES] = std::array::from_fn(|i| row(c[i]));
+        out.extend(crate::embed::cosines(q, rows));
+    }
+    out.extend(
+        chunks
+            .remainder()
+            .iter()
+            .map(|&d| crate::embed::cosine(q, row(d))),
+    );
     out
 }
 
