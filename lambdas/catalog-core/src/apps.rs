@@ -59,10 +59,14 @@ impl AppIndex {
             let mut shapes = NameShapes::default();
             for names in &self.names {
                 let mut row = Vec::with_capacity(names.len());
+                shapes
+                    .name_letters
+                    .push(names.iter().map(|n| letters(&n.text)).collect());
                 for n in names {
                     let start = shapes.ids.len() as u32;
                     for w in n.text.split(' ') {
                         let id = *ids_of.entry(w).or_insert_with(|| {
+                            shapes.vocab_letters.push(letters(w));
                             shapes.vocab.push(w.to_string());
                             shapes.vocab.len() as u32 - 1
                         });
@@ -173,6 +177,21 @@ fn osa(a: &[char], b: &[char], max: usize, rows: [&mut [u16]; 3]) -> usize {
     usize::from(prev[n]).min(max + 1)
 }
 
+/// The letters of a text (spaces left out) as bits, one per character modulo 64. A bit that
+/// one text has and the other lacks stands for at least one character of the first that the
+/// second does not contain, and each such character costs an edit: so the larger of the two
+/// counts is a lower bound of the edit distance (transpositions keep the letters), found
+/// without the distance's table.
+fn letters(text: &str) -> u64 {
+    text.chars()
+        .filter(|&c| c != ' ')
+        .fold(0, |m, c| m | 1 << (u32::from(c) % 64))
+}
+
+fn letters_apart(a: u64, b: u64) -> usize {
+    (a & !b).count_ones().max((b & !a).count_ones()) as usize
+}
+
 /// Typos tolerated in a word of this length.
 fn typo_budget(len: usize) -> usize {
     match len {
@@ -207,6 +226,8 @@ struct Query<'a> {
     compact: &'a str,
     /// Its length in characters.
     compact_chars: usize,
+    /// [`letters`] of the query.
+    letters: u64,
     words: usize,
     /// `word_scores[q * vocab + w]`: [`word_match`] of query word `q` and vocabulary word `w`.
     word_scores: Vec<f32>,
@@ -216,7 +237,13 @@ struct Query<'a> {
 /// Score of one name against the query: tier plus coverage, or `None`. Runs for every name of
 /// the catalog, so it allocates nothing; word matches and typo distances were computed once per
 /// distinct word in `q.word_scores`.
-fn name_score(q: &Query, name: &str, words: &[u32], name_chars: usize) -> Option<f32> {
+fn name_score(
+    q: &Query,
+    name: &str,
+    words: &[u32],
+    name_chars: usize,
+    name_letters: u64,
+) -> Option<f32> {
     let (query, compact_q) = (q.text, q.compact);
     if query == name {
         return Some(5.0);
@@ -251,7 +278,10 @@ fn name_score(q: &Query, name: &str, words: &[u32], name_chars: usize) -> Option
     // A typo of the whole name, spaces ignored ("gogle calendar", "twillio"); names whose
     // length alone is out of reach are skipped before any distance.
     let budget = typo_budget(compact_q.len());
-    if budget == 0 || q.compact_chars.abs_diff(name_chars) > budget {
+    if budget == 0
+        || q.compact_chars.abs_diff(name_chars) > budget
+        || letters_apart(q.letters, name_letters) > budget
+    {
         return None;
     }
     let name_chars = name.chars().filter(|&c| c != ' ');
@@ -284,10 +314,26 @@ impl AppIndex {
             text: &q,
             compact: &compact_q,
             compact_chars: compact_q.chars().count(),
+            letters: letters(&compact_q),
             words: qwords.len(),
             word_scores: qwords
                 .iter()
-                .flat_map(|qw| shapes.vocab.iter().map(|w| word_match(qw, w)))
+                .flat_map(|qw| {
+                    let (qm, budget) = (letters(qw), typo_budget(qw.len()));
+                    shapes
+                        .vocab
+                        .iter()
+                        .zip(&shapes.vocab_letters)
+                        .map(move |(w, &wm)| {
+                            // Only a typo could match, and the letters alone differ too much.
+                            if qw.len() >= 4 && letters_apart(qm, wm) > budget && !w.starts_with(qw)
+                            {
+                                0.0
+                            } else {
+                                word_match(qw, w)
+                            }
+                        })
+                })
                 .collect(),
             vocab: shapes.vocab.len(),
         };
@@ -295,9 +341,14 @@ impl AppIndex {
         for (i, names) in idx.names.iter().enumerate() {
             let mut best: Option<(f32, &str)> = None;
             let rows = shapes.names.get(i).map(Vec::as_slice).unwrap_or_default();
-            for (n, &(start, end, chars)) in names.iter().zip(rows) {
+            let masks = shapes
+                .name_letters
+                .get(i)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            for ((n, &(start, end, chars)), &mask) in names.iter().zip(rows).zip(masks) {
                 let words = &shapes.ids[start as usize..end as usize];
-                if let Some(mut s) = name_score(&query, &n.text, words, chars as usize) {
+                if let Some(mut s) = name_score(&query, &n.text, words, chars as usize, mask) {
                     // A former document id is weaker evidence than the product's own names.
                     if n.kind == NameKind::Former {
                         s -= 0.3;
@@ -548,6 +599,7 @@ mod tests {
                 text: q,
                 compact: &cq,
                 compact_chars: cq.chars().count(),
+                letters: letters(&cq),
                 words: qw.len(),
                 word_scores: qw
                     .iter()
@@ -556,7 +608,13 @@ mod tests {
                 vocab: vocab.len(),
             };
             let ids: Vec<u32> = (0..vocab.len() as u32).collect();
-            name_score(&query, n, &ids, n.chars().filter(|&c| c != ' ').count())
+            name_score(
+                &query,
+                n,
+                &ids,
+                n.chars().filter(|&c| c != ' ').count(),
+                letters(n),
+            )
         };
         assert!(s("slack", "slack").unwrap() > s("sla", "slack").unwrap());
         assert!(s("google sheet", "google sheets").unwrap() > s("sheet", "google sheets").unwrap());

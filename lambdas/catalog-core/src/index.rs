@@ -30,6 +30,9 @@ pub(crate) struct NameShapes {
     /// characters without spaces.
     pub(crate) names: Vec<Vec<(u32, u32, u32)>>,
     pub(crate) ids: Vec<u32>,
+    /// Letter masks (`apps::letters`) of `vocab`, and per app and name of the name's letters.
+    pub(crate) vocab_letters: Vec<u64>,
+    pub(crate) name_letters: Vec<Vec<u64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
