@@ -194,6 +194,20 @@ pub fn cosine(q: &[f32], stored: &[i8]) -> f32 {
         / 127.0
 }
 
+/// [`cosine`] of one query with `N` stored vectors at once, each summed in the same order as
+/// [`cosine`] (so the values are identical): the independent sums run side by side instead of
+/// one long chain of dependent additions.
+pub fn cosines<const N: usize>(q: &[f32], stored: [&[i8]; N]) -> [f32; N] {
+    // `f32`'s `Sum` starts from -0.0.
+    let mut acc = [-0.0f32; N];
+    for (k, &a) in q.iter().enumerate() {
+        for (s, v) in acc.iter_mut().zip(&stored) {
+            *s += a * f32::from(v.get(k).copied().unwrap_or(0));
+        }
+    }
+    acc.map(|s| s / 127.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +235,20 @@ mod tests {
         assert!(m.embed_words(["zebra"]).is_none());
         let q: Vec<i8> = quantise(&m.embed_words(["stop"]).unwrap()).collect();
         assert!(cosine(&v, &q) > 0.9);
+    }
+
+    #[test]
+    fn cosines_side_by_side_equal_one_at_a_time() {
+        let q: Vec<f32> = (0..64)
+            .map(|i| ((i * 37 % 11) as f32 - 5.0) / 13.0)
+            .collect();
+        let rows: Vec<Vec<i8>> = (0..4)
+            .map(|r| (0..64).map(|i| ((i * 7 + r * 29) % 255) as i8).collect())
+            .collect();
+        let many = cosines(&q, [&rows[0][..], &rows[1][..], &rows[2][..], &rows[3][..]]);
+        for (r, c) in rows.iter().zip(many) {
+            assert_eq!(cosine(&q, r).to_bits(), c.to_bits());
+        }
     }
 
     #[test]

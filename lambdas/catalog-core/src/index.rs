@@ -14,6 +14,25 @@ pub struct AppIndex {
     pub names: Vec<Vec<AppName>>,
     /// Per app: normalised words of its description and categories.
     pub words: Vec<Vec<String>>,
+    /// The names' words as ids into one vocabulary: derived on the first search, not stored.
+    #[serde(skip)]
+    pub(crate) shapes: std::sync::OnceLock<NameShapes>,
+}
+
+/// Every name of [`AppIndex::names`] as word ids, so a query word is compared with each
+/// distinct word of the catalog's names once rather than with every occurrence (typo distances
+/// were most of an app search).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct NameShapes {
+    /// Distinct words of all names.
+    pub(crate) vocab: Vec<String>,
+    /// Per app, per name (as in `names`): its words, `ids[start..end]`, and its length in
+    /// characters without spaces.
+    pub(crate) names: Vec<Vec<(u32, u32, u32)>>,
+    pub(crate) ids: Vec<u32>,
+    /// Letter masks (`apps::letters`) of `vocab`, and per app and name of the name's letters.
+    pub(crate) vocab_letters: Vec<u64>,
+    pub(crate) name_letters: Vec<Vec<u64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,6 +69,24 @@ pub struct Index {
     /// title, brand or service).
     pub(crate) aliases: Vec<(String, Vec<u32>, u8)>,
     pub(crate) max_alias_words: u32,
+    /// Per tool, what ranking reads of it besides the postings: derived from the tools on the
+    /// first search, not stored. A common-word query has tens of thousands of candidates, and
+    /// reading each one's `Tool` (its path, to count parameters) was a cache miss per candidate
+    /// and a quarter of that query's time.
+    #[serde(skip)]
+    pub(crate) doc_meta: std::sync::OnceLock<Vec<DocMeta>>,
+}
+
+/// See [`Index::doc_meta`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DocMeta {
+    pub(crate) method: crate::model::Method,
+    /// `{parameters}` in the path, at most 8.
+    pub(crate) depth: u8,
+    pub(crate) deprecated: bool,
+    /// Bit `i`: the operation name's last segment has the word `MODIFIERS[i]` of tool search;
+    /// bit 31: some such word occurs twice (then the name is read).
+    pub(crate) modifiers: u32,
 }
 
 /// The index's large arrays as single byte blobs in the artifact: decoding millions of postings

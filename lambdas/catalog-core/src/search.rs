@@ -232,6 +232,7 @@ impl Index {
             avg_len,
             aliases: Vec::new(),
             max_alias_words: 0,
+            doc_meta: Default::default(),
         };
         index.aliases = index.build_aliases(apps, docs);
         index.max_alias_words = index

@@ -3,7 +3,6 @@
 //! not change the artifact (the builder fingerprints only the files that shape it).
 
 use super::*;
-use crate::model::Tool;
 
 /// How much an operation name made only of the request's words counts (create_image over
 /// create_image_edit for "generate an image").
@@ -312,14 +311,135 @@ fn rank(
     };
 
     let n_docs = idx.doc_len.len();
-    let mut acc = vec![0f32; n_docs];
-    let mut mask = vec![0u32; n_docs];
-    let mut best = vec![0f32; n_docs];
-    // Per tool: how many query words (and words of the app name the query used) occur in its
-    // operation name; with the name's length this says how exactly the name fits the request.
-    let mut name_hits = vec![0u8; n_docs];
-    let mut in_name = vec![false; n_docs];
-    let mut touched: Vec<u32> = Vec::new();
+    let meta = idx.doc_meta.get_or_init(|| doc_meta(cat));
+    SCRATCH.with_borrow_mut(|scratch| {
+        scratch.reset(n_docs);
+        rank_in(
+            cat,
+            idx,
+            meta,
+            scratch,
+            &answerable,
+            &query_stems,
+            need,
+            verb,
+            covered,
+            semantic,
+            scope,
+            explicit,
+            limit,
+        )
+    })
+}
+
+/// Per-document arrays of one ranking, kept per thread between searches: allocating and
+/// zeroing five catalog-sized arrays was a fixed cost of every query, and visiting all of them
+/// to collect candidates was most of a common-word query after the postings. Only the entries
+/// of documents some posting reached are set, listed in `touched`, and cleared again.
+#[derive(Default)]
+struct Scratch {
+    acc: Vec<f32>,
+    mask: Vec<u32>,
+    best: Vec<f32>,
+    /// Per tool: how many query words (and words of the app name the query used) occur in its
+    /// operation name; with the name's length this says how exactly the name fits the request.
+    name_hits: Vec<u8>,
+    in_name: Vec<bool>,
+    /// Whether the document is in `touched`.
+    seen: Vec<bool>,
+    /// Every document with a non-zero entry, in the order first reached.
+    touched: Vec<u32>,
+    /// The documents the current query term reached (a subset of `touched`).
+    term_docs: Vec<u32>,
+}
+
+impl Scratch {
+    /// All entries zero and sized for `n` documents. Clears what the last search left (also
+    /// when it did not finish).
+    fn reset(&mut self, n: usize) {
+        for &d in &self.touched {
+            let d = d as usize;
+            if d < self.acc.len() {
+                self.acc[d] = 0.0;
+                self.mask[d] = 0;
+                self.best[d] = 0.0;
+                self.name_hits[d] = 0;
+                self.in_name[d] = false;
+                self.seen[d] = false;
+            }
+        }
+        self.touched.clear();
+        self.term_docs.clear();
+        if self.acc.len() != n {
+            *self = Scratch {
+                acc: vec![0.0; n],
+                mask: vec![0; n],
+                best: vec![0.0; n],
+                name_hits: vec![0; n],
+                in_name: vec![false; n],
+                seen: vec![false; n],
+                touched: Vec::new(),
+                term_docs: Vec::new(),
+            };
+        }
+    }
+
+    fn touch(&mut self, d: usize) {
+        if !self.seen[d] {
+            self.seen[d] = true;
+            self.touched.push(d as u32);
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+fn doc_meta(cat: &Catalog) -> Vec<crate::index::DocMeta> {
+    cat.tools
+        .iter()
+        .map(|t| {
+            let mut modifiers = 0u32;
+            for w in t.name.rsplit('.').next().unwrap_or("").split('_') {
+                if let Some(i) = MODIFIERS.iter().position(|m| *m == w) {
+                    if modifiers & 1 << i != 0 {
+                        modifiers |= REPEATED_MODIFIER;
+                    }
+                    modifiers |= 1 << i;
+                }
+            }
+            crate::index::DocMeta {
+                method: t.method,
+                depth: t.path.matches('{').count().min(8) as u8,
+                deprecated: t.deprecated,
+                modifiers,
+            }
+        })
+        .collect()
+}
+
+/// Bit of [`crate::index::DocMeta::modifiers`]: a modifier word occurs twice in the name.
+const REPEATED_MODIFIER: u32 = 1 << 31;
+const _: () = assert!(MODIFIERS.len() < 31);
+
+#[allow(clippy::too_many_arguments)]
+fn rank_in(
+    cat: &Catalog,
+    idx: &Index,
+    meta: &[crate::index::DocMeta],
+    sc: &mut Scratch,
+    answerable: &[&QueryTerm],
+    query_stems: &[String],
+    need: usize,
+    verb: Option<Verb>,
+    covered: &[String],
+    semantic: Option<Vec<f32>>,
+    scope: &Scope,
+    explicit: bool,
+    limit: usize,
+) -> (Vec<Hit>, Option<String>) {
+    let scoped = matches!(scope, Scope::Ranges(_));
     let for_scope = |docs: &[u32], visit: &mut dyn FnMut(usize, usize)| match scope {
         Scope::All => visit(0, docs.len()),
         Scope::Ranges(ranges) => {
@@ -338,14 +458,23 @@ fn rank(
                 for (p, &d) in docs.iter().enumerate().take(hi).skip(lo) {
                     if idx.post_tf[range.start + p][Field::Name as usize] > 0 {
                         let d = d as usize;
-                        name_hits[d] = name_hits[d].saturating_add(1);
+                        sc.name_hits[d] = sc.name_hits[d].saturating_add(1);
+                        sc.touch(d);
                     }
                 }
             });
         }
     }
+    // BM25F's length normalisation per field and field length (a `u8`), computed once per
+    // query with the same expression as per posting before, so scores are unchanged.
+    let mut norms = [[0f32; 256]; NFIELDS];
+    for (f, row) in norms.iter_mut().enumerate() {
+        for (len, n) in row.iter_mut().enumerate() {
+            *n = 1.0 - B[f] + B[f] * len as f32 / idx.avg_len[f];
+        }
+    }
     for (bit, term) in answerable.iter().enumerate() {
-        touched.clear();
+        sc.term_docs.clear();
         for &(t, weight) in &term.variants {
             let idf = idf_weight(idx, t) * weight;
             let range = idx.postings(t);
@@ -358,38 +487,40 @@ fn rank(
                     let mut x = 0f32;
                     for f in 0..NFIELDS {
                         if tf[f] > 0 {
-                            let norm = 1.0 - B[f] + B[f] * len[f] as f32 / idx.avg_len[f];
-                            x += WEIGHTS[f] * tf[f] as f32 / norm;
+                            x += WEIGHTS[f] * tf[f] as f32 / norms[f][usize::from(len[f])];
                         }
                     }
                     let s = idf * x * (K1 + 1.0) / (K1 + x);
-                    if best[d] == 0.0 {
-                        touched.push(d as u32);
+                    if sc.best[d] == 0.0 {
+                        sc.term_docs.push(d as u32);
                     }
-                    if s > best[d] {
-                        best[d] = s;
+                    if s > sc.best[d] {
+                        sc.best[d] = s;
                     }
                     if tf[Field::Name as usize] > 0 {
-                        in_name[d] = true;
+                        sc.in_name[d] = true;
                     }
                 }
             };
             for_scope(docs, &mut visit);
         }
-        for &d in &touched {
-            let d = d as usize;
-            acc[d] += best[d];
-            mask[d] |= 1 << bit;
-            best[d] = 0.0;
-            if in_name[d] {
-                name_hits[d] = name_hits[d].saturating_add(1);
-                in_name[d] = false;
+        for i in 0..sc.term_docs.len() {
+            let d = sc.term_docs[i] as usize;
+            sc.acc[d] += sc.best[d];
+            sc.mask[d] |= 1 << bit;
+            sc.best[d] = 0.0;
+            if sc.in_name[d] {
+                sc.name_hits[d] = sc.name_hits[d].saturating_add(1);
+                sc.in_name[d] = false;
             }
+            sc.touch(d);
         }
     }
-    let best_matched = mask
+    let (acc, mask, name_hits) = (&sc.acc, &sc.mask, &sc.name_hits);
+    let best_matched = sc
+        .touched
         .iter()
-        .map(|m| m.count_ones() as usize)
+        .map(|&d| mask[d as usize].count_ones() as usize)
         .max()
         .unwrap_or(0);
     // The floor keeps global answers to long requests from being single shared words; inside
@@ -415,7 +546,11 @@ fn rank(
         .filter(|w| !query_stems.iter().any(|q| q == &text::stem(w)))
         .collect();
     let mut cands: Vec<(f32, u32)> = Vec::new();
-    for (d, &m) in mask.iter().enumerate() {
+    // The touched documents in first-reached order: every later step orders candidates by
+    // score, then document, so the answer does not depend on this order.
+    for &d in &sc.touched {
+        let d = d as usize;
+        let m = mask[d];
         if m & !app_bits == 0 {
             continue;
         }
@@ -423,7 +558,7 @@ fn rank(
         if matched < need.max(1) {
             continue;
         }
-        let tool: &Tool = &cat.tools[d];
+        let tool = meta[d];
         let name_len = idx.doc_len[d][Field::Name as usize].max(1);
         let coverage = (f32::from(name_hits[d]) / f32::from(name_len)).min(1.0);
         let mut s = acc[d] * (1.0 + NAME_COVERAGE_WEIGHT * coverage);
@@ -435,20 +570,33 @@ fn rank(
         }
         // Fewer parameters in the path: the direct operation before its nested copies
         // (`/me/messages/{id}/reply` before `/me/mailFolders/{id}/messages/{id}/reply`).
-        s *= DEPTH_DECAY.powi(tool.path.matches('{').count().min(8) as i32);
+        s *= DEPTH_DECAY.powi(i32::from(tool.depth));
         cands.push((s, d as u32));
     }
     // Side operations (usage, stats, templates…) rank behind the operation itself unless the
     // request asks for them. The penalty only lowers a score, so across the catalog it is
     // applied to the best candidates first (see `penalise_best`).
+    // Every factor is the same, so the product depends only on how many name words are
+    // penalised: counted from the tool's modifier bits unless a word repeats.
+    let penalised_bits = MODIFIERS
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| penalised.contains(m))
+        .fold(0u32, |bits, (i, _)| bits | 1 << i);
     let side_penalty = |d: u32| {
-        let name = &cat.tools[d as usize].name;
-        name.rsplit('.')
-            .next()
-            .unwrap_or("")
-            .split('_')
-            .filter(|w| penalised.contains(w))
-            .fold(1.0f32, |p, _| p * MODIFIER_PENALTY)
+        let bits = meta[d as usize].modifiers;
+        let words = if bits & REPEATED_MODIFIER == 0 {
+            (bits & penalised_bits).count_ones() as usize
+        } else {
+            let name = &cat.tools[d as usize].name;
+            name.rsplit('.')
+                .next()
+                .unwrap_or("")
+                .split('_')
+                .filter(|w| penalised.contains(w))
+                .count()
+        };
+        (0..words).fold(1.0f32, |p, _| p * MODIFIER_PENALTY)
     };
     let keep = match (scope, &semantic) {
         (Scope::All, Some(_)) => GLOBAL_RERANK.max(limit),
@@ -554,25 +702,47 @@ fn fuse(cat: &Catalog, mut cands: Vec<(f32, u32)>, q: &[f32], scope: &Scope) -> 
     }
     let best = cands.iter().map(|c| c.0).fold(0f32, f32::max);
     let lexical = |s: f32| if best > 0.0 { s / best } else { 0.0 };
-    let cos = |d: u32| {
-        let d = d as usize;
-        crate::embed::cosine(q, &cat.tool_vectors[d * dims..(d + 1) * dims])
-    };
+    let cos = cosines_of(cat, q, dims, cands.iter().map(|c| c.1));
     let mut out: Vec<(f32, u32)> = cands
         .iter()
-        .map(|&(s, d)| (lexical(s) + SEMANTIC_WEIGHT * cos(d), d))
+        .zip(cos)
+        .map(|(&(s, d), c)| (lexical(s) + SEMANTIC_WEIGHT * c, d))
         .collect();
     if let Scope::Ranges(ranges) = scope {
         let seen: std::collections::HashSet<u32> = cands.iter().map(|c| c.1).collect();
         for &(a, b) in ranges {
-            for d in a..b {
-                let c = cos(d);
+            for (d, c) in (a..b).zip(cosines_of(cat, q, dims, a..b)) {
                 if c >= SEMANTIC_FLOOR && !seen.contains(&d) {
                     out.push((SEMANTIC_WEIGHT * c, d));
                 }
             }
         }
     }
+    out
+}
+
+/// The cosines of the query with the tools `docs`, in order, eight at a time (the largest
+/// apps have thousands of tools, and one sum at a time left the processor waiting on each
+/// addition).
+fn cosines_of(cat: &Catalog, q: &[f32], dims: usize, docs: impl Iterator<Item = u32>) -> Vec<f32> {
+    const LANES: usize = 8;
+    let row = |d: u32| {
+        let d = d as usize;
+        &cat.tool_vectors[d * dims..(d + 1) * dims]
+    };
+    let docs: Vec<u32> = docs.collect();
+    let mut out = Vec::with_capacity(docs.len());
+    let mut chunks = docs.chunks_exact(LANES);
+    for c in &mut chunks {
+        let rows: [&[i8]; LANES] = std::array::from_fn(|i| row(c[i]));
+        out.extend(crate::embed::cosines(q, rows));
+    }
+    out.extend(
+        chunks
+            .remainder()
+            .iter()
+            .map(|&d| crate::embed::cosine(q, row(d))),
+    );
     out
 }
 
