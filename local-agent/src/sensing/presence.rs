@@ -39,8 +39,11 @@ pub struct BreathEvidence {
 pub struct PresenceTracker {
     moving: bool,
     motion_episode_s: f64,
-    /// Someone was present when the current motion episode began.
+    /// Someone was present on breathing evidence when the current motion episode began.
     present_at_motion_start: bool,
+    /// The last tick's presence rested on breathing evidence (an accepted or held rate, or the
+    /// still cue), not on the bridge alone.
+    breath_present: bool,
     last_motion_end: Option<f64>,
     bridge_armed: bool,
     last_breath: Option<f64>,
@@ -66,7 +69,9 @@ impl PresenceTracker {
     /// One grid tick at time `t_s`: `moving` is the link's motion decision now.
     pub fn on_tick(&mut self, t_s: f64, tick_s: f64, moving: bool, breath: BreathEvidence) {
         if moving && !self.moving {
-            self.present_at_motion_start = self.present;
+            // Only breathing evidence counts: presence held by the bridge alone is the tail of a
+            // walk-out, and a false blip in the just-emptied room must not extend it.
+            self.present_at_motion_start = self.present && self.breath_present;
         }
         if self.moving && !moving {
             self.last_motion_end = Some(t_s);
@@ -91,6 +96,8 @@ impl PresenceTracker {
         let breath_hold = self
             .last_breath
             .is_some_and(|b| t_s - b >= 0.0 && t_s - b <= BREATH_HOLD_S);
+        self.breath_present =
+            breath.accepted || breath.still_cue || (breath_hold && breath.analysed);
         let raw = moving
             || breath.accepted
             || breath.still_cue
@@ -196,5 +203,38 @@ mod tests {
             t += 0.1;
             assert!(p.present(), "dropped at {t:.1} s");
         }
+    }
+
+    #[test]
+    fn a_blip_after_a_walk_out_does_not_extend_the_bridge() {
+        let mut p = PresenceTracker::new();
+        let waiting = BreathEvidence::default();
+        let mut t = 0.0;
+        // Someone walks out: a long motion episode, then the bridge alone holds presence.
+        for _ in 0..50 {
+            p.on_tick(t, 0.1, true, waiting);
+            t += 0.1;
+        }
+        for _ in 0..100 {
+            p.on_tick(t, 0.1, false, waiting);
+            t += 0.1;
+        }
+        // A false blip in the emptied room, then quiet analysed windows.
+        p.on_tick(t, 0.1, true, waiting);
+        t += 0.1;
+        let mut absent_at = None;
+        for _ in 0..1000 {
+            p.on_tick(t, 0.1, false, waiting);
+            t += 0.1;
+            if !p.present() && absent_at.is_none() {
+                absent_at = Some(t);
+            }
+        }
+        // Without the blip the bridge ends 75 s after the walk-out (at 80 s); the blip must not
+        // restart it.
+        assert!(
+            absent_at.is_some_and(|a| a <= 81.0),
+            "absent at {absent_at:?}"
+        );
     }
 }
