@@ -18,7 +18,19 @@ use crate::index::{AppIndex, Index};
 /// 2: product apps over source documents, per-operation servers, renamed tools, chunked schemas.
 /// 3: an uncompressed header, the compressed core, then the schema chunks uncompressed; the
 /// static embedding and tool vectors.
-pub const FORMAT_VERSION: u32 = 3;
+/// 4: the large arrays (postings, field lengths, vectors) in compressed sections of their own
+/// after the core, and the header gives the length of core and sections together.
+pub const FORMAT_VERSION: u32 = 4;
+
+/// The arrays stored as sections after the core, in this order: `Index::post_doc` (u32 LE),
+/// `Index::post_tf`, `Index::doc_len` (7 bytes each), `Catalog::tool_vectors` and the
+/// embedding's values (i8 each). Each is one zstd frame that records its size, so the loader
+/// allocates the final vector once and zstd writes into it: no element-by-element decoding, no
+/// second copy, and the core the loader decompresses and decodes shrinks by more than half.
+const SECTIONS: usize = 5;
+
+/// `MAGIC`, the format version (u32 LE), and the length (u64 LE) of the core and sections.
+const HEADER: usize = 20;
 
 /// Formats 1 and 2 were one zstd stream; such a file starts with a zstd frame.
 const ZSTD_FRAME: &[u8; 4] = &[0x28, 0xb5, 0x2f, 0xfd];
@@ -61,6 +73,8 @@ pub enum CatalogError {
     UnknownTool(String),
     #[error("corrupt input schema of '{0}'")]
     Schema(String),
+    #[error("corrupt catalog artifact: the {0} section does not match the core")]
+    Section(&'static str),
 }
 
 /// Where the catalog came from, for attribution and cache keys.
@@ -90,7 +104,8 @@ pub struct Catalog {
     pub embedding: crate::embed::StaticModel,
     /// Per tool (same order as `tools`), its unit vector quantised to i8: `embedding.dims`
     /// values each.
-    #[serde(with = "crate::embed::i8_bytes")]
+    /// Stored in a section of its own after the core (see [`FORMAT_VERSION`]).
+    #[serde(skip)]
     pub tool_vectors: Vec<i8>,
     /// Input schemas (and an example input) of [`SCHEMA_CHUNK`] consecutive tools each, as a
     /// zstd-compressed postcard `Vec<String>` of JSON texts: chunk `i` is
@@ -342,65 +357,192 @@ fn decompress_core(core: &[u8]) -> Result<Vec<u8>, CatalogError> {
     Ok(raw)
 }
 
+/// One section's frame decompressed into a vector of `T`: the frame must record its size, a
+/// whole number of `T`s no larger than [`MAX_UNCOMPRESSED`].
+fn section<T: bytemuck::Pod>(frame: &[u8], what: &'static str) -> Result<Vec<T>, CatalogError> {
+    let size = match zstd::zstd_safe::get_frame_content_size(frame) {
+        Ok(Some(size)) if size > MAX_UNCOMPRESSED => return Err(CatalogError::TooLarge),
+        Ok(Some(size)) => usize::try_from(size).map_err(|_| CatalogError::TooLarge)?,
+        _ => return Err(CatalogError::Section(what)),
+    };
+    let each = std::mem::size_of::<T>();
+    if size % each != 0 {
+        return Err(CatalogError::Section(what));
+    }
+    let mut out = vec![T::zeroed(); size / each];
+    let written =
+        zstd::bulk::decompress_to_buffer(frame, bytemuck::cast_slice_mut::<T, u8>(&mut out))
+            .map_err(CatalogError::Decompress)?;
+    if written != size {
+        return Err(CatalogError::Section(what));
+    }
+    Ok(out)
+}
+
+/// Splits `bytes` into its leading length-prefixed (u64 LE) frame and the rest.
+fn take_frame(bytes: &[u8]) -> Result<(&[u8], &[u8]), CatalogError> {
+    let len = bytes
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes)
+        .and_then(|l| usize::try_from(l).ok())
+        .ok_or(CatalogError::Truncated)?;
+    let rest = &bytes[8..];
+    if len > rest.len() {
+        return Err(CatalogError::Truncated);
+    }
+    Ok(rest.split_at(len))
+}
+
+fn put_frame(out: &mut Vec<u8>, raw: &[u8], level: i32) -> Result<(), CatalogError> {
+    // `bulk` writes one frame with its content size, so the loader knows the exact size.
+    let frame = zstd::bulk::compress(raw, level).map_err(CatalogError::Compress)?;
+    out.extend((frame.len() as u64).to_le_bytes());
+    out.extend(frame);
+    Ok(())
+}
+
+/// The length of the core and sections that follow the header, after checking magic and version.
+fn parse_header(bytes: &[u8]) -> Result<u64, CatalogError> {
+    if bytes.starts_with(ZSTD_FRAME) {
+        return Err(CatalogError::OldLayout);
+    }
+    let rest = bytes
+        .strip_prefix(MAGIC.as_slice())
+        .ok_or(CatalogError::BadMagic)?;
+    let version = rest
+        .get(..4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .ok_or(CatalogError::BadMagic)?;
+    if version != FORMAT_VERSION {
+        return Err(CatalogError::Version { found: version });
+    }
+    rest.get(4..12)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes)
+        .ok_or(CatalogError::Truncated)
+}
+
 impl Catalog {
-    /// Reads and decodes an artifact written by [`Catalog::to_artifact`].
+    /// Reads and decodes an artifact written by [`Catalog::to_artifact`]. The schema blob is
+    /// read into its own buffer rather than split off the file's: that copy and its page faults
+    /// were a few percent of a cold start.
     pub fn load(path: &Path) -> Result<Catalog, CatalogError> {
-        let bytes = std::fs::read(path).map_err(|source| CatalogError::Io {
+        let io = |source| CatalogError::Io {
             path: path.display().to_string(),
             source,
-        })?;
-        Catalog::from_bytes(bytes)
-    }
-
-    /// Layout: `MAGIC`, format version (u32 LE), length of the core (u64 LE), the core
-    /// (zstd-compressed postcard of everything but the schema blob), then the schema blob.
-    pub fn from_bytes(mut bytes: Vec<u8>) -> Result<Catalog, CatalogError> {
-        if bytes.starts_with(ZSTD_FRAME) {
-            return Err(CatalogError::OldLayout);
-        }
-        let rest = bytes
-            .strip_prefix(MAGIC.as_slice())
-            .ok_or(CatalogError::BadMagic)?;
-        let version = rest
-            .get(..4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .ok_or(CatalogError::BadMagic)?;
-        if version != FORMAT_VERSION {
-            return Err(CatalogError::Version { found: version });
-        }
-        let core_len = rest
-            .get(4..12)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_le_bytes)
-            .ok_or(CatalogError::Truncated)?;
-        let core_start = MAGIC.len() + 12;
-        let core_end = usize::try_from(core_len)
-            .ok()
-            .and_then(|l| core_start.checked_add(l))
-            .filter(|&e| e <= bytes.len())
-            .ok_or(CatalogError::Truncated)?;
-        let raw = decompress_core(&bytes[core_start..core_end])?;
-        let mut catalog: Catalog = postcard::from_bytes(&raw)?;
-        catalog.embedding.index();
-        catalog.schema_blob = bytes.split_off(core_end);
-        let blob_len = catalog.schema_blob.len() as u64;
-        let offsets_ok = catalog.schema_offsets.windows(2).all(|w| w[0] <= w[1])
-            && catalog.schema_offsets.last().is_none_or(|&e| e <= blob_len);
-        if !offsets_ok {
+        };
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let file_len = file.metadata().map_err(io)?.len();
+        let mut header = Vec::with_capacity(HEADER);
+        (&mut file)
+            .take(HEADER as u64)
+            .read_to_end(&mut header)
+            .map_err(io)?;
+        let front_len = parse_header(&header)?;
+        if front_len > file_len.saturating_sub(HEADER as u64) {
             return Err(CatalogError::Truncated);
         }
+        let mut front = vec![0u8; usize::try_from(front_len).map_err(|_| CatalogError::TooLarge)?];
+        file.read_exact(&mut front).map_err(io)?;
+        let mut catalog = Catalog::from_front(&front)?;
+        drop(front);
+        let blob_len = usize::try_from(file_len - HEADER as u64 - front_len).unwrap_or(0);
+        let mut blob = Vec::with_capacity(blob_len);
+        file.read_to_end(&mut blob).map_err(io)?;
+        catalog.set_schema_blob(blob)?;
         Ok(catalog)
     }
 
-    /// Encodes the catalog as an artifact (the core compressed at `level`).
+    /// Decodes an artifact held in memory (see [`Catalog::to_artifact`] for the layout).
+    pub fn from_bytes(mut bytes: Vec<u8>) -> Result<Catalog, CatalogError> {
+        let front_len = parse_header(&bytes)?;
+        let front_end = usize::try_from(front_len)
+            .ok()
+            .and_then(|l| HEADER.checked_add(l))
+            .filter(|&e| e <= bytes.len())
+            .ok_or(CatalogError::Truncated)?;
+        let mut catalog = Catalog::from_front(&bytes[HEADER..front_end])?;
+        catalog.set_schema_blob(bytes.split_off(front_end))?;
+        Ok(catalog)
+    }
+
+    /// The core and its sections: everything but the schema blob.
+    fn from_front(front: &[u8]) -> Result<Catalog, CatalogError> {
+        let (core, mut rest) = take_frame(front)?;
+        let raw = decompress_core(core)?;
+        let mut catalog: Catalog = postcard::from_bytes(&raw)?;
+        drop(raw);
+        let mut frames = [&[][..]; SECTIONS];
+        for f in &mut frames {
+            (*f, rest) = take_frame(rest)?;
+        }
+        if !rest.is_empty() {
+            return Err(CatalogError::Truncated);
+        }
+        let [post_doc, post_tf, doc_len, tool_vectors, values] = frames;
+        let index = &mut catalog.index;
+        index.post_doc = section::<u32>(post_doc, "postings")?;
+        for d in &mut index.post_doc {
+            *d = u32::from_le(*d);
+        }
+        index.post_tf = section::<[u8; crate::index::NFIELDS]>(post_tf, "term frequencies")?;
+        index.doc_len = section::<[u8; crate::index::NFIELDS]>(doc_len, "field lengths")?;
+        catalog.tool_vectors = section::<i8>(tool_vectors, "tool vectors")?;
+        catalog.embedding.values = section::<i8>(values, "embedding")?;
+        let index = &catalog.index;
+        if index.post_tf.len() != index.post_doc.len()
+            || index
+                .post_start
+                .last()
+                .is_some_and(|&e| e as usize > index.post_doc.len())
+        {
+            return Err(CatalogError::Section("postings"));
+        }
+        if !catalog.embedding.values_fit() {
+            return Err(CatalogError::Section("embedding"));
+        }
+        catalog.embedding.index();
+        Ok(catalog)
+    }
+
+    fn set_schema_blob(&mut self, blob: Vec<u8>) -> Result<(), CatalogError> {
+        let blob_len = blob.len() as u64;
+        let offsets_ok = self.schema_offsets.windows(2).all(|w| w[0] <= w[1])
+            && self.schema_offsets.last().is_none_or(|&e| e <= blob_len);
+        if !offsets_ok {
+            return Err(CatalogError::Truncated);
+        }
+        self.schema_blob = blob;
+        Ok(())
+    }
+
+    /// Encodes the catalog as an artifact, core and sections compressed at `level`. Layout:
+    /// `MAGIC`, format version (u32 LE), length (u64 LE) of what follows up to the schema blob:
+    /// the core (postcard of everything but the sections and the schema blob) and the
+    /// [`SECTIONS`] sections, each a length (u64 LE) and one zstd frame; then the schema blob.
     pub fn to_artifact(&self, level: i32) -> Result<Vec<u8>, CatalogError> {
-        let raw = postcard::to_allocvec(self)?;
-        // One frame with its content size, so the loader decompresses into one exact buffer.
-        let core = zstd::bulk::compress(raw.as_slice(), level).map_err(CatalogError::Compress)?;
+        let mut front = Vec::new();
+        put_frame(&mut front, &postcard::to_allocvec(self)?, level)?;
+        let post_doc: Vec<u8> = self
+            .index
+            .post_doc
+            .iter()
+            .flat_map(|d| d.to_le_bytes())
+            .collect();
+        put_frame(&mut front, &post_doc, level)?;
+        put_frame(&mut front, self.index.post_tf.as_flattened(), level)?;
+        put_frame(&mut front, self.index.doc_len.as_flattened(), level)?;
+        put_frame(&mut front, bytemuck::cast_slice(&self.tool_vectors), level)?;
+        put_frame(
+            &mut front,
+            bytemuck::cast_slice(&self.embedding.values),
+            level,
+        )?;
         let mut out = MAGIC.to_vec();
         out.extend(FORMAT_VERSION.to_le_bytes());
-        out.extend((core.len() as u64).to_le_bytes());
-        out.extend(core);
+        out.extend((front.len() as u64).to_le_bytes());
+        out.extend(front);
         out.extend(&self.schema_blob);
         Ok(out)
     }
@@ -635,12 +777,50 @@ pub(crate) mod tests {
 
     /// The artifact's core as the loader finds it: a frame with or without its content size.
     fn artifact_with_core(cat: &Catalog, core: Vec<u8>) -> Vec<u8> {
+        let good = cat.to_artifact(3).unwrap();
+        let front_len = parse_header(&good).unwrap() as usize;
+        let (old_core, _) = take_frame(&good[HEADER..]).unwrap();
+        let sections = &good[HEADER + 8 + old_core.len()..HEADER + front_len];
+        let mut front = (core.len() as u64).to_le_bytes().to_vec();
+        front.extend(core);
+        front.extend(sections);
         let mut out = MAGIC.to_vec();
         out.extend(FORMAT_VERSION.to_le_bytes());
-        out.extend((core.len() as u64).to_le_bytes());
-        out.extend(core);
+        out.extend((front.len() as u64).to_le_bytes());
+        out.extend(front);
         out.extend(&cat.schema_blob);
         out
+    }
+
+    /// The arrays kept outside the core come back exactly, from memory and from a file, and
+    /// sections that disagree with the core are refused rather than indexed out of bounds later.
+    #[test]
+    fn sections_round_trip_and_inconsistent_ones_are_refused() {
+        let mut cat = tiny();
+        cat.index.post_start = vec![0, 3];
+        cat.index.post_doc = vec![0, 7, 70_000];
+        cat.index.post_tf = vec![[1, 0, 0, 0, 0, 0, 2], [0; 7], [255; 7]];
+        cat.index.doc_len = vec![[3, 1, 4, 1, 5, 9, 2]];
+        cat.tool_vectors = vec![-128, -1, 0, 1, 127];
+        let bytes = cat.to_artifact(3).unwrap();
+        let path = std::env::temp_dir().join(format!(
+            "catalog-core-sections-{}.bin.zst",
+            std::process::id()
+        ));
+        std::fs::write(&path, &bytes).unwrap();
+        let from_file = Catalog::load(&path);
+        let _ = std::fs::remove_file(&path);
+        for back in [Catalog::from_bytes(bytes).unwrap(), from_file.unwrap()] {
+            assert_eq!(back.index.post_doc, cat.index.post_doc);
+            assert_eq!(back.index.post_tf, cat.index.post_tf);
+            assert_eq!(back.index.doc_len, cat.index.doc_len);
+            assert_eq!(back.tool_vectors, cat.tool_vectors);
+            assert_eq!(back.schema_blob, cat.schema_blob);
+            assert_eq!(back.input_schema("acme.ping").unwrap()["type"], "object");
+        }
+        cat.index.post_tf.pop();
+        let err = Catalog::from_bytes(cat.to_artifact(3).unwrap()).unwrap_err();
+        assert!(matches!(err, CatalogError::Section("postings")), "{err}");
     }
 
     #[test]
