@@ -83,7 +83,7 @@ pub struct Index {
 /// See [`Index::doc_meta`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DocMeta {
-    pub(crate) method: crate::model::Method,
+    pub(crate) method: crate::method::Method,
     /// `{parameters}` in the path, at most 8.
     pub(crate) depth: u8,
     pub(crate) deprecated: bool,

@@ -8,6 +8,7 @@ pub mod embed;
 pub mod example;
 pub mod html;
 pub mod index;
+pub mod method;
 pub mod model;
 pub mod naming;
 pub mod openapi;

@@ -13,6 +13,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::index::{AppIndex, Index};
+pub use crate::method::Method;
 
 /// Bumped whenever the artifact layout changes; an artifact of another version is refused.
 /// 2: product apps over source documents, per-operation servers, renamed tools, chunked schemas.
@@ -239,47 +240,6 @@ pub struct OAuthFlow {
     pub authorization_url: Option<String>,
     pub token_url: Option<String>,
     pub scopes: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Method {
-    Get,
-    Post,
-    Put,
-    Patch,
-    Delete,
-    Head,
-    Options,
-    Trace,
-}
-
-impl Method {
-    pub fn parse(s: &str) -> Option<Method> {
-        Some(match s {
-            "get" => Method::Get,
-            "post" => Method::Post,
-            "put" => Method::Put,
-            "patch" => Method::Patch,
-            "delete" => Method::Delete,
-            "head" => Method::Head,
-            "options" => Method::Options,
-            "trace" => Method::Trace,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Get => "GET",
-            Method::Post => "POST",
-            Method::Put => "PUT",
-            Method::Patch => "PATCH",
-            Method::Delete => "DELETE",
-            Method::Head => "HEAD",
-            Method::Options => "OPTIONS",
-            Method::Trace => "TRACE",
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -433,7 +433,6 @@ impl Link {
         let b = self.vitals.breathing;
         let still_cue = self.still.on_tick(
             self.vitals.breath_cue(),
-            self.vitals.breath_cue_coherence(),
             self.motion.moving(),
             b.bpm.is_some(),
             self.motion.calibration().calibrating(),

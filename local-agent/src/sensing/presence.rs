@@ -9,9 +9,7 @@
 /// Seconds of presence kept after a motion episode while no breathing is accepted yet.
 pub const STILL_BRIDGE_S: f64 = 75.0;
 /// A motion episode shorter than this does not arm the bridge (a lone false alarm must not hold
-/// the room occupied for 75 s), unless someone was present when it began: nobody leaves a room
-/// in a blip, so a short episode (a shift of posture, a false alarm) must not drop a still person
-/// while their breathing window refills.
+/// the room occupied for 75 s).
 pub const BRIDGE_ARM_S: f64 = 1.0;
 /// Seconds presence is held after the last accepted breath while the room stays still: a
 /// breathing rate lapsing for a window or two must not make a still person vanish. Longer holds
@@ -39,8 +37,6 @@ pub struct BreathEvidence {
 pub struct PresenceTracker {
     moving: bool,
     motion_episode_s: f64,
-    /// Someone was present when the current motion episode began.
-    present_at_motion_start: bool,
     last_motion_end: Option<f64>,
     bridge_armed: bool,
     last_breath: Option<f64>,
@@ -65,13 +61,9 @@ impl PresenceTracker {
 
     /// One grid tick at time `t_s`: `moving` is the link's motion decision now.
     pub fn on_tick(&mut self, t_s: f64, tick_s: f64, moving: bool, breath: BreathEvidence) {
-        if moving && !self.moving {
-            self.present_at_motion_start = self.present;
-        }
         if self.moving && !moving {
             self.last_motion_end = Some(t_s);
-            self.bridge_armed =
-                self.motion_episode_s >= BRIDGE_ARM_S || self.present_at_motion_start;
+            self.bridge_armed = self.motion_episode_s >= BRIDGE_ARM_S;
             self.motion_episode_s = 0.0;
         }
         self.moving = moving;
@@ -170,31 +162,5 @@ mod tests {
             p.on_tick(f64::from(i) * 0.1, 0.1, false, breathing);
         }
         assert!(p.present());
-    }
-
-    #[test]
-    fn a_blip_does_not_drop_someone_already_present() {
-        let mut p = PresenceTracker::new();
-        let breathing = BreathEvidence {
-            analysed: true,
-            candidate: true,
-            accepted: true,
-            still_cue: true,
-        };
-        let mut t = 0.0;
-        for _ in 0..50 {
-            p.on_tick(t, 0.1, false, breathing);
-            t += 0.1;
-        }
-        assert!(p.present());
-        p.on_tick(t, 0.1, true, breathing);
-        t += 0.1;
-        // The vitals window restarts after motion: nothing analysed for a while.
-        let waiting = BreathEvidence::default();
-        for _ in 0..300 {
-            p.on_tick(t, 0.1, false, waiting);
-            t += 0.1;
-            assert!(p.present(), "dropped at {t:.1} s");
-        }
     }
 }

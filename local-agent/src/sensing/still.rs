@@ -18,10 +18,6 @@
 //! - **Released** when the cue stays below for [`RELEASE_S`] (hysteresis: one low reading does not
 //!   drop a person), when motion starts (the motion path owns presence then; the cue re-arms on
 //!   the next accepted breath), or on recalibration.
-//! - **Taken back** after a release by a strong cue from series that move together ([`REARM_SNR`],
-//!   [`REARM_COHERENCE`]), for [`REARM_S`] after the cue last held someone and only while nothing
-//!   moved since: nobody leaves without moving. Without it, a person whose cue dipped for a
-//!   window waited for three agreeing breathing windows (up to 20 s) to come back.
 //!
 //! It feeds presence through `BreathEvidence::still_cue`; the presence tracker treats it like an
 //! accepted breath for its debounce.
@@ -31,17 +27,7 @@ pub const HOLD_FLOOR: f32 = 6.0;
 /// The hold threshold is at least this multiple of the empty room's P95 cue.
 pub const EMPTY_MARGIN: f32 = 3.0;
 /// Seconds the cue may stay below the threshold before the person is released.
-pub const RELEASE_S: f64 = 20.0;
-/// A person the cue released may be taken back by a strong, coherent cue alone for this long
-/// after it last held them, provided nothing moved since: nobody leaves a room without moving,
-/// so a still room in which someone was just held is far more likely to still hold them than to
-/// have emptied.
-pub const REARM_S: f64 = 120.0;
-/// Least cue (breathing-band peak SNR) that takes a released person back...
-pub const REARM_SNR: f32 = 20.0;
-/// ...and least coherence of the selected series it must come with. An empty simulated room
-/// reads 0.26–0.34 at its 95th percentile; a seated person's breath 0.5–1.0.
-pub const REARM_COHERENCE: f32 = 0.5;
+pub const RELEASE_S: f64 = 12.0;
 /// Grid period the cue is fed at, seconds.
 const TICK_S: f64 = 0.1;
 /// Empty-room samples kept for the reference.
@@ -55,8 +41,6 @@ pub struct StillCue {
     empty_p95: Option<f32>,
     was_calibrating: bool,
     last_cue: Option<f32>,
-    /// Seconds since the cue last held someone, while nothing moved since (`None` otherwise).
-    since_held_s: Option<f64>,
 }
 
 impl StillCue {
@@ -79,14 +63,13 @@ impl StillCue {
         self.last_cue
     }
 
-    /// One grid tick. `cue` is the vitals estimator's breathing-band cue and `coherence` the
-    /// coherence behind it, `moving` the link's motion state, `breath_accepted` whether a
-    /// breathing rate is accepted now, `calibrating` whether the link is still learning its empty
-    /// room. Returns whether a still person is held present by the cue.
+    /// One grid tick. `cue` is the vitals estimator's breathing-band cue, `moving` the link's
+    /// motion state, `breath_accepted` whether a breathing rate is accepted now, `calibrating`
+    /// whether the link is still learning its empty room. Returns whether a still person is
+    /// held present by the cue.
     pub fn on_tick(
         &mut self,
         cue: Option<f32>,
-        coherence: Option<f32>,
         moving: bool,
         breath_accepted: bool,
         calibrating: bool,
@@ -114,29 +97,20 @@ impl StillCue {
         if moving {
             self.armed = false;
             self.below_s = 0.0;
-            self.since_held_s = None;
             return false;
         }
         if breath_accepted {
             self.armed = true;
             self.below_s = 0.0;
-            self.since_held_s = Some(0.0);
             return true;
         }
         if !self.armed {
-            let recent = self.since_held_s.is_some_and(|s| s <= REARM_S);
-            let strong = cue.is_some_and(|c| c >= REARM_SNR.max(self.threshold()))
-                && coherence.is_some_and(|c| c >= REARM_COHERENCE);
-            if (present && cue.is_some_and(|c| c >= self.threshold())) || (recent && strong) {
+            if present && cue.is_some_and(|c| c >= self.threshold()) {
                 self.armed = true;
                 self.below_s = 0.0;
-                self.since_held_s = Some(0.0);
-            } else if let Some(s) = &mut self.since_held_s {
-                *s += TICK_S;
             }
             return self.armed;
         }
-        self.since_held_s = Some(0.0);
         match cue {
             Some(c) if c >= self.threshold() => self.below_s = 0.0,
             _ => self.below_s += TICK_S,
@@ -157,16 +131,16 @@ mod tests {
     fn energy_alone_never_arms_and_a_breath_does() {
         let mut c = StillCue::new();
         for _ in 0..1000 {
-            assert!(!c.on_tick(Some(50.0), None, false, false, false, false));
+            assert!(!c.on_tick(Some(50.0), false, false, false, false));
         }
-        assert!(c.on_tick(Some(50.0), None, false, true, false, false));
+        assert!(c.on_tick(Some(50.0), false, true, false, false));
         // Held through a lapse of the breathing rate while the cue stays high.
         for _ in 0..3000 {
-            assert!(c.on_tick(Some(9.0), None, false, false, false, true));
+            assert!(c.on_tick(Some(9.0), false, false, false, true));
         }
         // Released after RELEASE_S below the threshold, not before.
         let mut ticks = 0;
-        while c.on_tick(Some(1.0), None, false, false, false, true) {
+        while c.on_tick(Some(1.0), false, false, false, true) {
             ticks += 1;
             assert!(ticks < 1000);
         }
@@ -176,8 +150,8 @@ mod tests {
         );
         // Someone already present (walked in) is taken over by a strong cue.
         let mut c = StillCue::new();
-        assert!(!c.on_tick(Some(3.0), None, false, false, false, true));
-        assert!(c.on_tick(Some(9.0), None, false, false, false, true));
+        assert!(!c.on_tick(Some(3.0), false, false, false, true));
+        assert!(c.on_tick(Some(9.0), false, false, false, true));
     }
 
     #[test]
@@ -186,14 +160,13 @@ mod tests {
         for i in 0..200 {
             c.on_tick(
                 Some(0.3 + 0.001 * (i % 10) as f32),
-                None,
                 false,
                 false,
                 true,
                 false,
             );
         }
-        c.on_tick(Some(0.3), None, false, false, false, false);
+        c.on_tick(Some(0.3), false, false, false, false);
         assert!(
             (c.threshold() - HOLD_FLOOR).abs() < 1e-6,
             "{}",
@@ -203,47 +176,20 @@ mod tests {
         for i in 0..200 {
             c.on_tick(
                 Some(3.0 + 0.01 * (i % 10) as f32),
-                None,
                 false,
                 false,
                 true,
                 false,
             );
         }
-        c.on_tick(Some(3.0), None, false, false, false, false);
+        c.on_tick(Some(3.0), false, false, false, false);
         assert!(
             (c.threshold() - 3.0 * 3.09).abs() < 0.01,
             "{}",
             c.threshold()
         );
-        assert!(c.on_tick(Some(20.0), None, false, true, false, false));
-        assert!(!c.on_tick(Some(20.0), None, true, false, false, true));
-        assert!(!c.on_tick(Some(20.0), None, false, false, false, false));
-    }
-
-    #[test]
-    fn a_released_person_is_taken_back_by_a_strong_coherent_cue_until_motion() {
-        let mut c = StillCue::new();
-        assert!(c.on_tick(Some(50.0), Some(0.9), false, true, false, false));
-        // The cue fades: released after RELEASE_S.
-        let mut ticks = 0;
-        while c.on_tick(Some(0.0), Some(0.1), false, false, false, false) {
-            ticks += 1;
-            assert!(ticks < 1000);
-        }
-        // Incoherent energy does not take them back; a strong coherent cue does.
-        assert!(!c.on_tick(Some(80.0), Some(0.3), false, false, false, false));
-        assert!(!c.on_tick(Some(10.0), Some(0.9), false, false, false, false));
-        assert!(c.on_tick(Some(30.0), Some(0.6), false, false, false, false));
-        // After motion (someone may have left), energy alone never arms again.
-        assert!(!c.on_tick(None, None, true, false, false, true));
-        assert!(!c.on_tick(Some(30.0), Some(0.6), false, false, false, false));
-        // Nor long after the cue last held someone.
-        let mut c = StillCue::new();
-        assert!(c.on_tick(Some(50.0), Some(0.9), false, true, false, false));
-        for _ in 0..((RELEASE_S + REARM_S) / TICK_S) as usize + 20 {
-            c.on_tick(Some(0.0), Some(0.1), false, false, false, false);
-        }
-        assert!(!c.on_tick(Some(30.0), Some(0.6), false, false, false, false));
+        assert!(c.on_tick(Some(20.0), false, true, false, false));
+        assert!(!c.on_tick(Some(20.0), true, false, false, true));
+        assert!(!c.on_tick(Some(20.0), false, false, false, false));
     }
 }

@@ -301,8 +301,6 @@ pub struct VitalsEstimator {
     pub breath_diag: BreathDiag,
     /// Mean running breathing-band quality of the 8 best series, over stillness only.
     cue: Option<f32>,
-    /// Coherence of the selected series behind `cue` (0 when the peak sat at the band edge).
-    cue_coherence: Option<f32>,
     /// The latest breathing analysis' chest-motion waveform: the combined series, drift
     /// removed, unit RMS, oldest first (empty until a window was analysed).
     waveform: Vec<f32>,
@@ -350,7 +348,6 @@ impl VitalsEstimator {
             heart_diag: HeartDiag::default(),
             breath_diag: BreathDiag::default(),
             cue: None,
-            cue_coherence: None,
             waveform: Vec::new(),
             breath_model: BreathModel::new(),
             spec: Spectrum::default(),
@@ -452,7 +449,6 @@ impl VitalsEstimator {
             // The cue measures stillness only: motion's band energy must not linger in it.
             self.stats.iter_mut().for_each(|s| *s = BandStat::default());
             self.cue = None;
-            self.cue_coherence = None;
         } else {
             self.still += 1;
         }
@@ -629,13 +625,6 @@ impl VitalsEstimator {
         self.cue
     }
 
-    /// How closely the selected series move together behind [`Self::breath_cue`] (median
-    /// |correlation| with the best one, 0..1; 0 when the peak sat at the band edge), `None`
-    /// whenever the cue is.
-    pub fn breath_cue_coherence(&self) -> Option<f32> {
-        self.cue_coherence.filter(|_| self.cue.is_some())
-    }
-
     fn analyse(&mut self) {
         let still = self.still_samples();
         self.analyse_breathing(still);
@@ -650,7 +639,6 @@ impl VitalsEstimator {
             self.pers_breath.reset();
             self.waveform.clear();
             self.cue = None;
-            self.cue_coherence = None;
             return;
         }
         if self.sel_breath.idx.is_empty() || self.sel_breath.age >= self.cfg.refit {
@@ -711,7 +699,6 @@ impl VitalsEstimator {
             } else {
                 0.0
             });
-            self.cue_coherence = Some(if p.at_edge { 0.0 } else { coh });
         }
         self.spec_drift = dspec;
         self.spec = spec;
