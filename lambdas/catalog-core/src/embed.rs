@@ -26,36 +26,12 @@ pub struct StaticModel {
     /// Word pieces in id order (`##ing` continues a word).
     pieces: Vec<String>,
     /// `pieces.len() * dims` values; a piece's vector is its row scaled by `scales[id] / 127`.
-    #[serde(with = "i8_bytes")]
-    values: Vec<i8>,
+    /// Stored in its own section of the artifact (`model::Sections`), not in the postcard core.
+    #[serde(skip)]
+    pub(crate) values: Vec<i8>,
     scales: Vec<f32>,
     #[serde(skip)]
     ids: HashMap<String, u32>,
-}
-
-pub mod i8_bytes {
-    use serde::de::{Error, Visitor};
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &[i8], s: S) -> Result<S::Ok, S::Error> {
-        let bytes: Vec<u8> = v.iter().map(|&x| x as u8).collect();
-        s.serialize_bytes(&bytes)
-    }
-
-    struct V;
-    impl<'de> Visitor<'de> for V {
-        type Value = Vec<i8>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("bytes")
-        }
-        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<i8>, E> {
-            Ok(v.iter().map(|&x| x as i8).collect())
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i8>, D::Error> {
-        d.deserialize_bytes(V)
-    }
 }
 
 impl StaticModel {
@@ -113,6 +89,11 @@ impl StaticModel {
             .enumerate()
             .map(|(i, p)| (p.clone(), i as u32))
             .collect();
+    }
+
+    /// Whether `values` holds a row for every piece (an artifact's sections could disagree).
+    pub(crate) fn values_fit(&self) -> bool {
+        Some(self.values.len()) == self.pieces.len().checked_mul(self.dims as usize)
     }
 
     pub fn is_empty(&self) -> bool {

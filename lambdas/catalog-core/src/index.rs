@@ -57,11 +57,14 @@ pub struct Index {
     pub(crate) terms: Vec<String>,
     /// Postings of `terms[i]` are `post_start[i]..post_start[i + 1]`, sorted by document.
     pub(crate) post_start: Vec<u32>,
-    #[serde(with = "flat::u32s")]
+    /// `post_doc`, `post_tf` and `doc_len` are stored in sections of their own after the
+    /// postcard core (`model::Sections`): decompressed straight into these vectors, they are
+    /// neither decoded element by element nor copied at a cold start.
+    #[serde(skip)]
     pub(crate) post_doc: Vec<u32>,
-    #[serde(with = "flat::fields")]
+    #[serde(skip)]
     pub(crate) post_tf: Vec<[u8; NFIELDS]>,
-    #[serde(with = "flat::fields")]
+    #[serde(skip)]
     pub(crate) doc_len: Vec<[u8; NFIELDS]>,
     pub(crate) avg_len: [f32; NFIELDS],
     /// Sorted alias keys (stemmed words joined by spaces) with the apps they name and how
@@ -87,72 +90,4 @@ pub(crate) struct DocMeta {
     /// Bit `i`: the operation name's last segment has the word `MODIFIERS[i]` of tool search;
     /// bit 31: some such word occurs twice (then the name is read).
     pub(crate) modifiers: u32,
-}
-
-/// The index's large arrays as single byte blobs in the artifact: decoding millions of postings
-/// one serde element at a time is most of a cold start, copying bytes is not.
-mod flat {
-    use super::NFIELDS;
-    use serde::de::{Error, Visitor};
-    use serde::{Deserializer, Serializer};
-
-    struct Bytes;
-
-    impl<'de> Visitor<'de> for Bytes {
-        type Value = Vec<u8>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a byte string")
-        }
-        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
-            Ok(v.to_vec())
-        }
-        fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
-            Ok(v)
-        }
-    }
-
-    pub mod u32s {
-        use super::*;
-
-        pub fn serialize<S: Serializer>(v: &[u32], s: S) -> Result<S::Ok, S::Error> {
-            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-            s.serialize_bytes(&bytes)
-        }
-
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
-            let bytes = d.deserialize_bytes(Bytes)?;
-            if bytes.len() % 4 != 0 {
-                return Err(D::Error::custom("u32 array of odd length"));
-            }
-            Ok(bytes
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect())
-        }
-    }
-
-    pub mod fields {
-        use super::*;
-
-        pub fn serialize<S: Serializer>(v: &[[u8; NFIELDS]], s: S) -> Result<S::Ok, S::Error> {
-            s.serialize_bytes(v.as_flattened())
-        }
-
-        pub fn deserialize<'de, D: Deserializer<'de>>(
-            d: D,
-        ) -> Result<Vec<[u8; NFIELDS]>, D::Error> {
-            let bytes = d.deserialize_bytes(Bytes)?;
-            if bytes.len() % NFIELDS != 0 {
-                return Err(D::Error::custom("field array of odd length"));
-            }
-            Ok(bytes
-                .chunks_exact(NFIELDS)
-                .map(|c| {
-                    let mut a = [0u8; NFIELDS];
-                    a.copy_from_slice(c);
-                    a
-                })
-                .collect())
-        }
-    }
 }

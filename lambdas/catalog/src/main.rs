@@ -15,6 +15,18 @@ fn rss_kib(field: &str) -> Option<u64> {
         .ok()
 }
 
+/// CPU time this thread has run, in nanoseconds (Linux; `None` elsewhere). The load runs on the
+/// calling thread, so the difference across it is the load's CPU time whatever else the machine
+/// runs: wall time on a shared machine says more about the neighbours than about the load.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn main() -> ExitCode {
     let cmd = std::env::args().nth(1).unwrap_or_else(|| "build".into());
     let out = platform_catalog::artifact_path();
@@ -43,6 +55,7 @@ fn main() -> ExitCode {
         }
         "stats" => {
             let before = rss_kib("VmRSS:").unwrap_or(0);
+            let cpu = thread_cpu_ns();
             let t = Instant::now();
             let catalog = match catalog_core::Catalog::load(&out) {
                 Ok(c) => c,
@@ -52,10 +65,14 @@ fn main() -> ExitCode {
                 }
             };
             let load = t.elapsed();
+            let cpu = cpu
+                .zip(thread_cpu_ns())
+                .map(|(a, b)| format!(", {:.1} ms CPU", b.saturating_sub(a) as f64 / 1e6))
+                .unwrap_or_default();
             let after = rss_kib("VmRSS:").unwrap_or(0);
             let peak = rss_kib("VmHWM:").unwrap_or(0);
             println!("artifact: {}", out.display());
-            println!("load: {load:.2?}");
+            println!("load: {load:.2?} wall{cpu}");
             println!(
                 "resident: +{:.1} MiB after load (peak {:.1} MiB for the process)",
                 after.saturating_sub(before) as f64 / 1024.0,
