@@ -224,7 +224,8 @@ impl AuthKind {
     pub fn label(&self) -> &'static str {
         match self {
             AuthKind::ApiKey { .. } => "api_key",
-            AuthKind::Http { scheme } if scheme == "basic" => "basic",
+            // Scheme names are case-insensitive (RFC 9110 §11.1).
+            AuthKind::Http { scheme } if scheme.eq_ignore_ascii_case("basic") => "basic",
             AuthKind::Http { .. } => "bearer",
             AuthKind::OAuth2 { .. } => "oauth2",
             AuthKind::OpenIdConnect { .. } => "openid_connect",

@@ -1,4 +1,4 @@
-//! The built catalog artifact (`lambdas/catalog`, format 3, read by `catalog-core`) behind the
+//! The built catalog artifact (`lambdas/catalog`, read by `catalog-core`) behind the
 //! [`Catalog`] port.
 //!
 //! Every question goes to `catalog_core`, so REST and MCP answer from the same code the catalog
@@ -9,58 +9,12 @@
 //! valid across cold starts of the same catalog version.
 
 use catalog_core as core;
-use platform_search::model::{AuthKind, AuthScheme, Method, OAuthFlow};
+use platform_search::model::AuthScheme;
 
 use super::{
     AppAuth, AppDetail, AppDocument, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit,
     Operation, Page, ToolAuth, ToolDef, ToolOutline, decode_cursor, encode_cursor, page_apps,
 };
-
-fn method(m: core::Method) -> Method {
-    match m {
-        core::Method::Get => Method::Get,
-        core::Method::Post => Method::Post,
-        core::Method::Put => Method::Put,
-        core::Method::Patch => Method::Patch,
-        core::Method::Delete => Method::Delete,
-        core::Method::Head => Method::Head,
-        core::Method::Options => Method::Options,
-        core::Method::Trace => Method::Trace,
-    }
-}
-
-fn scheme(s: &core::AuthScheme) -> AuthScheme {
-    let kind = match &s.kind {
-        core::AuthKind::ApiKey {
-            location,
-            param,
-            prefix,
-        } => AuthKind::ApiKey {
-            location: location.clone(),
-            param: param.clone(),
-            prefix: prefix.clone(),
-        },
-        core::AuthKind::Http { scheme } => AuthKind::Http {
-            scheme: scheme.clone(),
-        },
-        core::AuthKind::OAuth2 { flows } => AuthKind::OAuth2 {
-            flows: flows
-                .iter()
-                .map(|f| OAuthFlow {
-                    flow: f.flow.clone(),
-                    authorization_url: f.authorization_url.clone(),
-                    token_url: f.token_url.clone(),
-                    scopes: f.scopes.clone(),
-                })
-                .collect(),
-        },
-        core::AuthKind::OpenIdConnect { url } => AuthKind::OpenIdConnect { url: url.clone() },
-    };
-    AuthScheme {
-        name: s.name.clone(),
-        kind,
-    }
-}
 
 /// A server URL with the variables that have defaults filled in; the others stay `{name}`
 /// templates for the connection's parameters.
@@ -230,12 +184,12 @@ impl Catalog for core::Catalog {
         let security = self
             .security_of(t)
             .into_iter()
-            .map(|alt| alt.into_iter().map(|(s, _)| scheme(s)).collect())
+            .map(|alt| alt.into_iter().map(|(s, _)| s.clone()).collect())
             .collect();
         Some(Operation {
             tool: t.name.clone(),
             app: self.app_of(t).slug.clone(),
-            method: method(t.method),
+            method: t.method,
             path: t.path.clone(),
             security,
             server_url: self.server_of(t).map(server_url),
@@ -257,7 +211,7 @@ impl Catalog for core::Catalog {
             .map(server_url)
             .unwrap_or_default();
         let mut schemes: Vec<AuthScheme> = Vec::new();
-        for s in docs.iter().flat_map(|d| d.auth.iter()).map(scheme) {
+        for s in docs.iter().flat_map(|d| d.auth.iter()).cloned() {
             if !schemes.contains(&s) {
                 schemes.push(s);
             }
@@ -296,7 +250,7 @@ impl Catalog for core::Catalog {
                 .map(|t| ToolOutline {
                     name: t.name.clone(),
                     description: t.description.clone(),
-                    method: Some(method(t.method).as_str()),
+                    method: Some(t.method.as_str()),
                     path: Some(t.path.clone()),
                 })
                 .collect(),

@@ -62,14 +62,7 @@ pub struct AppDocument {
 /// The short name of a credential scheme's kind, as [`AppDetail::auth`] and tool detail list it
 /// (the same words `catalog_core::AuthKind::label` uses).
 pub fn auth_label(kind: &platform_search::model::AuthKind) -> &'static str {
-    use platform_search::model::AuthKind;
-    match kind {
-        AuthKind::ApiKey { .. } => "api_key",
-        AuthKind::Http { scheme } if scheme.eq_ignore_ascii_case("basic") => "basic",
-        AuthKind::Http { .. } => "bearer",
-        AuthKind::OAuth2 { .. } => "oauth2",
-        AuthKind::OpenIdConnect { .. } => "openid_connect",
-    }
+    kind.label()
 }
 
 /// One tool (an operation of an app), as `GET /tools/{name}` shows it.
