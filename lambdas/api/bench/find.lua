@@ -7,7 +7,9 @@ for k in string.gmatch(os.getenv("KEYS") or "", "%S+") do
 end
 assert(#keys > 0, "set KEYS")
 local bodies = {}
-for line in io.lines(assert(os.getenv("BODIES"), "set BODIES")) do
+local path = os.getenv("BODIES")
+assert(path, "set BODIES")
+for line in io.lines(path) do
   table.insert(bodies, line)
 end
 assert(#bodies > 0, "BODIES is empty")
