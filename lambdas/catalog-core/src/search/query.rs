@@ -48,6 +48,80 @@ const MODIFIERS: &[&str] = &[
     "draft",
 ];
 
+/// Function words of conversational English that the catalog's stop words leave in
+/// (pronouns, auxiliaries, conjunctions; a general list, not words picked from requests). A
+/// request says "what meetings do I have coming up"; an operation's text rarely means anything
+/// by these, yet one of them matching a description counted as covering another word of the
+/// request (for the floor and the score) and pulled the request's embedding toward nothing in
+/// particular. Dropped from requests only: the index and the artifact are unchanged. "up",
+/// "off", "out" and "back" stay: they carry the action in phrasal verbs ("thumbs up", "sign
+/// out"). The apostrophe splits words, so the remnants of contractions and
+/// the possessive ("what's", "I'd", "don't", "customer's") go too.
+const FILLER: &[&str] = &[
+    "am",
+    "was",
+    "were",
+    "been",
+    "being",
+    "have",
+    "has",
+    "had",
+    "having",
+    "did",
+    "doing",
+    "will",
+    "shall",
+    "may",
+    "might",
+    "must",
+    "he",
+    "she",
+    "they",
+    "them",
+    "their",
+    "theirs",
+    "him",
+    "her",
+    "his",
+    "hers",
+    "mine",
+    "yours",
+    "ours",
+    "myself",
+    "yourself",
+    "himself",
+    "herself",
+    "itself",
+    "ourselves",
+    "themselves",
+    "but",
+    "if",
+    "because",
+    "as",
+    "until",
+    "while",
+    "than",
+    "so",
+    "such",
+    "too",
+    "just",
+    "there",
+    "here",
+    "whom",
+    "nor",
+    "s",
+    "t",
+    "m",
+    "d",
+    "ve",
+    "ll",
+    "re",
+];
+
+fn is_filler(w: &str) -> bool {
+    FILLER.contains(&w)
+}
+
 /// One query term: the words typed, its stem, and the vocabulary entries it matches with their
 /// weights.
 struct QueryTerm {
@@ -76,7 +150,7 @@ impl Catalog {
         }
         let words: Vec<(String, String)> = text::words(query)
             .into_iter()
-            .filter(|w| !text::is_stop_word(w))
+            .filter(|w| !text::is_stop_word(w) && !is_filler(w))
             .map(|w| {
                 let s = text::stem(&w);
                 (w, s)
