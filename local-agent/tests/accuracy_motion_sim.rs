@@ -7,7 +7,7 @@ mod sim_support;
 
 use local_agent::sensing::pipeline::PipelineConfig;
 use local_agent::sensing::source::simulator::{AgcModel, SimConfig};
-use sim_support::run;
+use sim_support::{present_and_vitals, run};
 
 #[test]
 fn empty_rooms_read_empty_from_the_first_frame() {
@@ -25,11 +25,7 @@ fn empty_rooms_read_empty_from_the_first_frame() {
         cfg.rate_hz = rate;
         cfg.agc = agc;
         let ticks = run(cfg, PipelineConfig::default());
-        let present = ticks.iter().filter(|t| t.est.present).count();
-        let vitals = ticks
-            .iter()
-            .filter(|t| t.est.breathing_bpm.is_some() || t.est.heart_bpm.is_some())
-            .count();
+        let (present, vitals) = present_and_vitals(&ticks);
         let max_motion = ticks.iter().map(|t| t.est.motion).fold(0.0, f64::max);
         let cal = ticks.iter().find(|t| !t.est.calibrating).map(|t| t.t);
         lines.push(format!(

@@ -15,53 +15,58 @@ use std::path::{Path, PathBuf};
 use local_agent::sensing::csi::parse_npz;
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
 use local_agent::sensing::source::simulator::{Activity, BodyAction, Segment, SimConfig};
-use sim_support::run;
+use sim_support::{present_and_vitals, run};
 
-/// Plays "walks in for 20 s, sits still for 10 minutes breathing at 4 mm" for each seed (in
-/// parallel) and returns (seed, seated ticks, present, breathing rate shown).
-fn still_ten_minutes(seeds: &[u64]) -> Vec<(u64, usize, usize, usize)> {
+/// Runs `f` for each seed on its own thread (the runs are independent and long) and returns the
+/// results in seed order.
+fn per_seed<T: Send>(seeds: &[u64], f: impl Fn(u64) -> T + Sync) -> Vec<T> {
     std::thread::scope(|scope| {
+        let f = &f;
         let handles: Vec<_> = seeds
             .iter()
-            .map(|&seed| {
-                scope.spawn(move || {
-                    let cfg = SimConfig {
-                        seed,
-                        rate_hz: 25.0,
-                        breathing_depth_m: 0.004,
-                        script: vec![
-                            Segment {
-                                duration_s: 20.0,
-                                activity: Activity::Walk,
-                            },
-                            Segment {
-                                duration_s: 600.0,
-                                activity: Activity::SitStill {
-                                    breathing_bpm: 11.0 + seed as f64 % 7.0,
-                                    heart_bpm: 70.0,
-                                },
-                            },
-                        ],
-                        ..SimConfig::default()
-                    };
-                    let ticks = run(cfg, PipelineConfig::default());
-                    let seated: Vec<_> = ticks
-                        .iter()
-                        .filter(|t| t.truth.segment == 1 && t.truth.action == BodyAction::Still)
-                        .collect();
-                    let present = seated.iter().filter(|t| t.est.present).count();
-                    let breathing = seated
-                        .iter()
-                        .filter(|t| t.est.breathing_bpm.is_some())
-                        .count();
-                    (seed, seated.len(), present, breathing)
-                })
-            })
+            .map(|&seed| scope.spawn(move || f(seed)))
             .collect();
         handles
             .into_iter()
             .map(|h| h.join().expect("run"))
             .collect()
+    })
+}
+
+/// Plays "walks in for 20 s, sits still for 10 minutes breathing at 4 mm" for each seed (in
+/// parallel) and returns (seed, seated ticks, present, breathing rate shown).
+fn still_ten_minutes(seeds: &[u64]) -> Vec<(u64, usize, usize, usize)> {
+    per_seed(seeds, |seed| {
+        let cfg = SimConfig {
+            seed,
+            rate_hz: 25.0,
+            breathing_depth_m: 0.004,
+            script: vec![
+                Segment {
+                    duration_s: 20.0,
+                    activity: Activity::Walk,
+                },
+                Segment {
+                    duration_s: 600.0,
+                    activity: Activity::SitStill {
+                        breathing_bpm: 11.0 + seed as f64 % 7.0,
+                        heart_bpm: 70.0,
+                    },
+                },
+            ],
+            ..SimConfig::default()
+        };
+        let ticks = run(cfg, PipelineConfig::default());
+        let seated: Vec<_> = ticks
+            .iter()
+            .filter(|t| t.truth.segment == 1 && t.truth.action == BodyAction::Still)
+            .collect();
+        let present = seated.iter().filter(|t| t.est.present).count();
+        let breathing = seated
+            .iter()
+            .filter(|t| t.est.breathing_bpm.is_some())
+            .count();
+        (seed, seated.len(), present, breathing)
     })
 }
 
@@ -114,11 +119,7 @@ fn the_simulated_empty_room_is_empty_on_every_tick() {
         };
         cfg.rate_hz = 50.0;
         let ticks = run(cfg, PipelineConfig::default());
-        let present = ticks.iter().filter(|t| t.est.present).count();
-        let vitals = ticks
-            .iter()
-            .filter(|t| t.est.breathing_bpm.is_some() || t.est.heart_bpm.is_some())
-            .count();
+        let (present, vitals) = present_and_vitals(&ticks);
         let first = ticks.iter().find(|t| t.est.present).map(|t| t.t);
         eprintln!(
             "sim empty seed {seed}: present on {present}/{} ticks (first at {first:?}), vitals on {vitals}",
@@ -135,34 +136,19 @@ fn the_simulated_empty_room_is_empty_on_every_tick() {
 #[test]
 fn ten_quiet_minutes_report_false_breaths() {
     let seeds: Vec<u64> = (1..=8).collect();
-    let results: Vec<(u64, usize, usize, usize)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = seeds
-            .iter()
-            .map(|&seed| {
-                scope.spawn(move || {
-                    let cfg = SimConfig {
-                        seed,
-                        rate_hz: 25.0,
-                        script: vec![Segment {
-                            duration_s: 600.0,
-                            activity: Activity::Absent,
-                        }],
-                        ..SimConfig::default()
-                    };
-                    let ticks = run(cfg, PipelineConfig::default());
-                    let present = ticks.iter().filter(|t| t.est.present).count();
-                    let vitals = ticks
-                        .iter()
-                        .filter(|t| t.est.breathing_bpm.is_some() || t.est.heart_bpm.is_some())
-                        .count();
-                    (seed, ticks.len(), present, vitals)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("run"))
-            .collect()
+    let results: Vec<(u64, usize, usize, usize)> = per_seed(&seeds, |seed| {
+        let cfg = SimConfig {
+            seed,
+            rate_hz: 25.0,
+            script: vec![Segment {
+                duration_s: 600.0,
+                activity: Activity::Absent,
+            }],
+            ..SimConfig::default()
+        };
+        let ticks = run(cfg, PipelineConfig::default());
+        let (present, vitals) = present_and_vitals(&ticks);
+        (seed, ticks.len(), present, vitals)
     });
     let (mut n, mut p, mut v) = (0, 0, 0);
     for (seed, ticks, present, vitals) in &results {

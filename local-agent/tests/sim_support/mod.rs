@@ -34,6 +34,17 @@ pub fn run(cfg: SimConfig, pipeline: PipelineConfig) -> Vec<Tick> {
     out
 }
 
+/// Ticks that show presence and ticks that show a vital (a breathing or heart rate): what an
+/// empty room must keep at zero.
+pub fn present_and_vitals(ticks: &[Tick]) -> (usize, usize) {
+    let present = ticks.iter().filter(|t| t.est.present).count();
+    let vitals = ticks
+        .iter()
+        .filter(|t| t.est.breathing_bpm.is_some() || t.est.heart_bpm.is_some())
+        .count();
+    (present, vitals)
+}
+
 /// Breathing and heart rates (br/min, bpm) the vitals suites sweep: the notes' 10–25 br/min
 /// breathing range with resting heart rates that do not sit on a breathing harmonic.
 pub const VITAL_RATES: [(f64, f64); 5] = [
