@@ -12,13 +12,16 @@
 //! - `residual`: RMS of that residual (per-packet noise after gain normalisation);
 //! - `burst_share`: packets whose residual is above 4× the capture's median (bursts, glitches).
 //!
-//! The figures are printed for the README. Measured 2026-11-25 (10 real captures; simulator
-//! seeds 1–3): level_std real 0.026–0.194, simulator 0.118; residual real 0.015–0.036,
-//! simulator 0.024; adjacent-subcarrier correlation real 0.05–0.88, simulator −0.02; distant
-//! (≥ 10 apart) real −0.04–0.45, simulator −0.02; burst share real 0–4.9 %, simulator 0. **The
-//! simulator's noise is still white across subcarriers and has no bursts**: the model was not
-//! changed in issue 19 (see the README). The test asserts the figures that match (AGC level and
-//! per-packet residual) and prints the others, so the gap stays visible.
+//! - `burst_run`: mean length of a run of burst packets (printed: real bursts are one packet).
+//!
+//! The simulator is measured like the captures (12 s windows, 5 per seed, seeds 1–3) with
+//! `NoiseModel::measured()`, and every figure must fall inside the real captures' range (and on
+//! the same side of zero as their median, so a burst share of 0 does not pass). The old white
+//! model is measured too and must fail on the correlation and the bursts, so the test cannot
+//! pass on white noise. Measured 2026-11-26 (real range, median / simulator): level std
+//! 0.026–0.194, 0.059 / 0.130; steps 0–3.8/s, 0.20 / 0.18; residual 0.015–0.036, 0.021 / 0.029;
+//! neighbouring correlation 0.05–0.88, 0.31 / 0.47; ≥ 10 apart −0.04–0.45, 0.04 / 0.037; burst
+//! share 0–4.9 %, 0.15 % / 0.37 % (white: −0.02, −0.02, 0).
 
 use std::path::{Path, PathBuf};
 

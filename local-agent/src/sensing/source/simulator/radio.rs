@@ -338,6 +338,45 @@ mod tests {
     }
 
     #[test]
+    fn smooth_noise_has_unit_variance_and_the_requested_correlation_length() {
+        let model = NoiseModel::measured();
+        let tones = 52;
+        let mut noise = Noise::new(&model, tones);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let (mut var, mut lag) = (vec![0.0; tones], vec![0.0; tones]);
+        let n = 20_000;
+        let d = model.correlation_tones.round() as usize;
+        for _ in 0..n {
+            noise.next_packet(&model, &mut rng);
+            for k in 0..tones {
+                var[k] += noise.smooth(k).norm_sqr() / 2.0;
+                if k + d < tones {
+                    lag[k] += (noise.smooth(k) * noise.smooth(k + d).conj()).re / 2.0;
+                }
+            }
+        }
+        for v in &var {
+            assert!((v / n as f64 - 1.0).abs() < 0.05, "{}", v / n as f64);
+        }
+        // Correlation 0.5 at 2.2 tones: at 2 tones a little above.
+        let rho = lag[10..40].iter().sum::<f64>() / 30.0 / n as f64;
+        assert!(rho > 0.45 && rho < 0.7, "{rho}");
+    }
+
+    #[test]
+    fn white_noise_draws_nothing() {
+        let model = NoiseModel::white();
+        let mut noise = Noise::new(&model, 52);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let before = rng.clone();
+        assert_eq!(noise.next_packet(&model, &mut rng), 1.0);
+        assert_eq!(noise.smooth(7), num_complex::Complex64::new(0.0, 0.0));
+        assert_eq!(noise.tilt(1.0), 1.0);
+        // Nothing drawn: the other streams, and so the frames, are what they were before.
+        assert_eq!(rng, before);
+    }
+
+    #[test]
     fn quantise_saturates() {
         assert_eq!(quantise(300.0), 127.0);
         assert_eq!(quantise(-300.0), -128.0);
