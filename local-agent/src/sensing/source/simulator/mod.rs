@@ -12,9 +12,11 @@
 //!   when it stands in its Fresnel zone.
 //! - **Chest motion**: irregular breathing (mm) and a heartbeat (sub-mm) moving the body-path
 //!   phase by `2π · ΔL / λ`, scaled by the bistatic geometry of where the person is.
-//! - **Receiver impairments**: complex Gaussian noise at a fixed SNR, AGC gain steps and glitches
-//!   of ±15–30 %, a random common phase and timing slope per packet, int8 quantisation, and
-//!   optionally timestamp jitter and packet loss.
+//! - **Receiver impairments**: complex Gaussian noise at a fixed SNR (white by default; with
+//!   [`NoiseModel::measured`] correlated across neighbouring subcarriers, with a per-packet
+//!   amplitude tilt and interference bursts, as in real quiet-room captures), AGC gain steps and
+//!   glitches of ±15–30 %, a random common phase and timing slope per packet, int8 quantisation,
+//!   and optionally timestamp jitter and packet loss.
 //!
 //! The same [`SimConfig`] always yields bit-identical frames. Segments are continuous: a person
 //! told to sit still walks to the chair first, a person told to leave gets up and walks out, and
@@ -31,7 +33,7 @@ mod vitals;
 
 pub use activity::{Activity, BodyAction, Posture};
 pub use channel::{SUBCARRIER_SPACING_HZ, channel_centre_hz};
-pub use radio::AgcModel;
+pub use radio::{AgcModel, NoiseModel};
 pub use room::{Room, Vec3};
 pub use scenes::{scene, scene_names};
 
@@ -39,7 +41,7 @@ use crate::sensing::csi::{CsiFrame, WireFormat};
 use channel::{Layout, StaticChannel, add_path};
 use choreography::{Choreography, Kinematics};
 use num_complex::{Complex32, Complex64};
-use radio::{Agc, Creep, quantise};
+use radio::{Agc, Creep, Noise, quantise};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -106,6 +108,10 @@ pub struct SimConfig {
     pub snr_db: f64,
     /// Receiver gain behaviour; the default is an unlocked classic ESP32.
     pub agc: AgcModel,
+    /// How the noise is spread across subcarriers and in time (correlation, tilt, interference
+    /// bursts). The default is still white; `NoiseModel::measured()` has the statistics of
+    /// real quiet rooms.
+    pub noise: NoiseModel,
     /// Random common phase and timing-offset slope per packet, as every ESP32 packet has (no
     /// shared clock with the transmitter). Raw per-subcarrier phase is then meaningless without
     /// sanitising; amplitudes are unaffected.
@@ -146,6 +152,7 @@ impl Default for SimConfig {
             channel: 6,
             snr_db: 30.0,
             agc: AgcModel::default(),
+            noise: NoiseModel::default(),
             phase_offsets: true,
             breathing_depth_m: 0.006,
             heart_depth_m: 0.0005,
@@ -233,6 +240,7 @@ const STREAM_ROOM: u64 = 1;
 const STREAM_PERSON: u64 = 2;
 const STREAM_RADIO: u64 = 3;
 const STREAM_TIMING: u64 = 4;
+const STREAM_NOISE: u64 = 5;
 
 /// Relative amplitude of the body's reflection per posture: an upright body shows the link
 /// more cross-section than a curled-up or flat one.
@@ -304,6 +312,8 @@ pub struct Simulator {
     choreography: Choreography,
     body: Body,
     agc: Agc,
+    noise: Noise,
+    noise_rng: ChaCha8Rng,
     creep: Creep,
     person_rng: ChaCha8Rng,
     radio_rng: ChaCha8Rng,
@@ -326,6 +336,7 @@ impl Simulator {
         let mut person_rng = stream(STREAM_PERSON);
         let mut radio_rng = stream(STREAM_RADIO);
         let timing_rng = stream(STREAM_TIMING);
+        let noise_rng = stream(STREAM_NOISE);
         let layout = Layout::new(config.subcarriers);
         let centre_hz = channel_centre_hz(config.channel);
         let static_channel =
@@ -375,6 +386,8 @@ impl Simulator {
             choreography,
             body,
             agc: Agc::new(),
+            noise: Noise::new(&config.noise, distinct),
+            noise_rng,
             creep,
             person_rng,
             radio_rng,
@@ -669,7 +682,17 @@ impl Simulator {
             common,
         );
         let snr = 10f64.powf(self.config.snr_db / 10.0);
-        let noise_sigma = scale * channel.rms / (2.0 * snr).sqrt();
+        let burst = self
+            .noise
+            .next_packet(&self.config.noise, &mut self.noise_rng);
+        let noise_sigma = burst * scale * channel.rms / (2.0 * snr).sqrt();
+        // The same noise power, split between smooth-across-subcarriers and white.
+        let smooth_share = self.config.noise.correlated_share.clamp(0.0, 1.0);
+        let white_sigma = noise_sigma * (1.0 - smooth_share).sqrt();
+        let smooth_sigma = noise_sigma * smooth_share.sqrt();
+        let tilted = self.config.noise.tilt_std > 0.0;
+        let edge = f64::from(indices.iter().map(|k| k.abs()).max().unwrap_or(1).max(1));
+        let noise = &self.noise;
 
         let mut power = 0.0;
         let csi = self
@@ -681,12 +704,16 @@ impl Simulator {
                 Some(u) => {
                     let h = self.channel_scratch[*u];
                     power += h.norm_sqr();
-                    let v = h * self.rotation_scratch[*u];
+                    let mut v = h * self.rotation_scratch[*u];
+                    if tilted {
+                        v *= noise.tilt(f64::from(indices[*u]) / edge);
+                    }
                     let n_re: f64 = rng.sample(StandardNormal);
                     let n_im: f64 = rng.sample(StandardNormal);
+                    let c = noise.smooth(*u) * smooth_sigma;
                     Complex32::new(
-                        quantise(v.re + noise_sigma * n_re),
-                        quantise(v.im + noise_sigma * n_im),
+                        quantise(v.re + white_sigma * n_re + c.re),
+                        quantise(v.im + white_sigma * n_im + c.im),
                     )
                 }
             })
