@@ -15,6 +15,7 @@ use num_complex::Complex32;
 
 use super::calibration::{CalibrationPhase, CalibrationStatus};
 use super::csi::{CsiFrame, CsiShape};
+use super::dsp::angle;
 use super::dsp::rate::{Arrival, RateTracker};
 use super::dsp::resample::{GridStep, UniformGrid};
 use super::motion::{MotionConfig, MotionDetector};
@@ -410,9 +411,10 @@ impl Link {
                 continue;
             }
             if last.norm_sqr() > 0.0 {
-                self.unwrapped[j] += (c * last.conj()).arg();
+                let d = c * last.conj();
+                self.unwrapped[j] += angle::atan2(d.im, d.re);
             } else {
-                self.unwrapped[j] = c.arg();
+                self.unwrapped[j] = angle::atan2(c.im, c.re);
             }
             *last = c;
             self.phases.push(self.unwrapped[j]);

@@ -126,6 +126,8 @@ pub struct RangeEstimator {
     mbuf: Vec<Complex32>,
     scratch: Vec<Complex32>,
     mags: Vec<f32>,
+    /// Scratch for the median of `mags`.
+    sorted: Vec<f32>,
     /// Excess-path candidates of the latest consecutive gated ticks.
     recent: std::collections::VecDeque<f64>,
     /// Latest gated range, metres, and its peak/median strength.
@@ -214,6 +216,7 @@ impl RangeEstimator {
             mbuf: Vec::new(),
             scratch: Vec::new(),
             mags: Vec::new(),
+            sorted: Vec::new(),
             recent: std::collections::VecDeque::new(),
             range_m: None,
             strength: None,
@@ -330,9 +333,12 @@ impl RangeEstimator {
             0.0
         };
         let peak_s = signed_bin(imax as f64 + frac, len) * bin_s;
-        let mut sorted = self.mags.clone();
-        sorted.sort_by(f32::total_cmp);
-        let median = sorted[sorted.len() / 2];
+        // The median by selection (the same element a full sort puts in the middle).
+        let mut sorted = std::mem::take(&mut self.sorted);
+        sorted.clone_from(&self.mags);
+        let mid = sorted.len() / 2;
+        let median = *sorted.select_nth_unstable_by(mid, f32::total_cmp).1;
+        self.sorted = sorted;
         let ratio = if median > 0.0 { pmax / median } else { 0.0 };
         self.diag = RangeDiag {
             peak_ratio: f64::from(ratio),

@@ -256,7 +256,12 @@ impl BandStat {
         self.hp = c.hp * (self.hp + dx);
         self.lp += c.lp * (self.hp - self.lp);
         self.n = self.n.saturating_add(1);
-        let a = c.ema.max(1.0 / self.n as f32);
+        // Past its memory (1/n < ema from n = 200 on) the EMA weight is fixed: no division.
+        let a = if self.n > 256 {
+            c.ema
+        } else {
+            c.ema.max(1.0 / self.n as f32)
+        };
         self.band_e += a * (self.lp * self.lp - self.band_e);
         self.diff_e += a * (d2 * d2 - self.diff_e);
     }
@@ -277,8 +282,12 @@ pub struct VitalsEstimator {
     n_amp: usize,
     n_series: usize,
     cap: usize,
-    /// Series-major ring of grid samples; NaN marks a sample the series did not have.
+    /// Time-major ring of grid samples (one tick's series side by side, so a tick is one
+    /// contiguous write); NaN marks a sample the series did not have.
     ring: Vec<f32>,
+    /// Per series, the NaN samples anywhere in the ring: a series with none is valid over any
+    /// window without a scan (a re-selection looks at hundreds of series).
+    nan_count: Vec<u32>,
     head: usize,
     count: usize,
     still: usize,
@@ -336,6 +345,7 @@ impl VitalsEstimator {
             n_series: 0,
             cap,
             ring: Vec::new(),
+            nan_count: Vec::new(),
             head: 0,
             count: 0,
             still: 0,
@@ -421,6 +431,8 @@ impl VitalsEstimator {
             self.n_series = n;
             self.ring.clear();
             self.ring.resize(n * self.cap, f32::NAN);
+            self.nan_count.clear();
+            self.nan_count.resize(n, self.cap as u32);
             self.stats.clear();
             self.stats.resize(n, BandStat::default());
             self.reset();
@@ -429,20 +441,30 @@ impl VitalsEstimator {
             return;
         }
         let coef = self.coef;
-        for (k, a) in amps.iter().enumerate() {
-            let v = if a.is_finite() && *a > 0.0 {
-                *a
-            } else {
-                f32::NAN
-            };
-            self.ring[k * self.cap + self.head] = v;
-            self.stats[k].push(v, coef);
-        }
-        for (j, p) in phases.iter().enumerate() {
-            let k = self.n_amp + j;
-            let v = if p.is_finite() { *p } else { f32::NAN };
-            self.ring[k * self.cap + self.head] = v;
-            self.stats[k].push(v, coef);
+        let row = &mut self.ring[self.head * n..(self.head + 1) * n];
+        let values = amps
+            .iter()
+            .map(|a| {
+                if a.is_finite() && *a > 0.0 {
+                    *a
+                } else {
+                    f32::NAN
+                }
+            })
+            .chain(
+                phases
+                    .iter()
+                    .map(|p| if p.is_finite() { *p } else { f32::NAN }),
+            );
+        for (((slot, v), stat), nans) in row
+            .iter_mut()
+            .zip(values)
+            .zip(self.stats.iter_mut())
+            .zip(self.nan_count.iter_mut())
+        {
+            *nans = *nans + u32::from(v.is_nan()) - u32::from(slot.is_nan());
+            *slot = v;
+            stat.push(v, coef);
         }
         self.head = (self.head + 1) % self.cap;
         self.count = (self.count + 1).min(self.cap);
@@ -465,15 +487,26 @@ impl VitalsEstimator {
         }
     }
 
+    /// Ring slots of the last `len` samples, oldest first, as two contiguous slot ranges.
+    fn window_slots(&self, len: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+        let len = len.min(self.cap);
+        let start = (self.head + self.cap - len) % self.cap;
+        if start + len <= self.cap {
+            (start..start + len, 0..0)
+        } else {
+            (start..self.cap, 0..start + len - self.cap)
+        }
+    }
+
     /// Copies the last `len` samples of series `k` into `out`, oldest first; false if any is
     /// missing.
     fn copy_series(&self, k: usize, len: usize, out: &mut Vec<f32>) -> bool {
         out.clear();
-        let base = k * self.cap;
-        let start = (self.head + self.cap - len) % self.cap;
+        let n = self.n_series;
+        let (a, b) = self.window_slots(len);
         let mut ok = true;
-        for i in 0..len {
-            let v = self.ring[base + (start + i) % self.cap];
+        for slot in a.chain(b) {
+            let v = self.ring[slot * n + k];
             ok &= v.is_finite();
             out.push(v);
         }
@@ -499,14 +532,15 @@ impl VitalsEstimator {
     }
 
     fn valid_series(&self, k: usize, len: usize) -> bool {
-        let base = k * self.cap;
-        let start = (self.head + self.cap - len) % self.cap;
-        let mut missing = 0;
-        for i in 0..len {
-            if !self.ring[base + (start + i) % self.cap].is_finite() {
-                missing += 1;
-            }
+        if self.nan_count.get(k).is_none_or(|c| *c == 0) {
+            return true;
         }
+        let n = self.n_series;
+        let (a, b) = self.window_slots(len);
+        let missing = a
+            .chain(b)
+            .filter(|slot| !self.ring[slot * n + k].is_finite())
+            .count();
         missing * 10 < len
     }
 

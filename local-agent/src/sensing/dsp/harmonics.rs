@@ -188,11 +188,7 @@ impl BreathModel {
             let ra = &self.x[a * n..(a + 1) * n];
             for b in 0..=a {
                 let rb = &self.x[b * n..(b + 1) * n];
-                let dot: f64 = ra
-                    .iter()
-                    .zip(rb)
-                    .map(|(u, v)| f64::from(*u) * f64::from(*v))
-                    .sum();
+                let dot = dot(ra, rb);
                 g[a * p + b] = dot;
                 g[b * p + a] = dot;
             }
@@ -219,12 +215,7 @@ impl BreathModel {
         self.rhs.clear();
         for a in 0..p {
             let ra = &self.x[a * n..(a + 1) * n];
-            self.rhs.push(
-                ra.iter()
-                    .zip(y.iter())
-                    .map(|(u, v)| f64::from(*u) * f64::from(*v))
-                    .sum(),
-            );
+            self.rhs.push(dot(ra, y));
         }
         cholesky_solve(&self.chol, p, &mut self.rhs);
         for a in 0..p {
@@ -239,6 +230,25 @@ impl BreathModel {
         }
         true
     }
+}
+
+/// `Σ a·b` in `f64` over four independent partial sums: the normal equations take ~2000 of
+/// these per window (64 regressors), and one running sum is bound by the adder's latency.
+fn dot(a: &[f32], b: &[f32]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let tail: f64 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(u, v)| f64::from(*u) * f64::from(*v))
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for j in 0..4 {
+            acc[j] += f64::from(x[j]) * f64::from(y[j]);
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
 /// In-place Cholesky factorisation of a symmetric positive definite p × p matrix (row-major);

@@ -3,6 +3,7 @@
 //! Each block is small, allocation-free on the hot path once warmed up, and tested on synthetic
 //! signals so the estimators can be reasoned about piece by piece.
 
+pub mod angle;
 pub mod beats;
 pub mod filter;
 pub mod hampel;
