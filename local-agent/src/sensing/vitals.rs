@@ -256,8 +256,8 @@ impl BandStat {
         self.hp = c.hp * (self.hp + dx);
         self.lp += c.lp * (self.hp - self.lp);
         self.n = self.n.saturating_add(1);
-        // Past its memory (1/n < ema from n = 200 on) the EMA weight is fixed: no division.
-        let a = if self.n > 256 {
+        // Past its memory (1/n ≤ ema) the EMA weight is fixed: no division on the hot path.
+        let a = if self.n as f32 * c.ema >= 1.0 {
             c.ema
         } else {
             c.ema.max(1.0 / self.n as f32)
