@@ -256,24 +256,31 @@ async fn the_live_view_shows_the_demo_scene_and_a_node_in_a_real_browser() {
     assert!(seen.waveform, "the waveform is drawn: {seen:?}");
     assert!(shot_taken);
 
-    // The node from the emulator, with its rate.
-    let row = client
-        .wait()
-        .at_most(Duration::from_secs(30))
-        .for_element(Locator::Css("tr[id='node-node-aa:bb:cc:00:00:01']"))
-        .await
-        .expect("the emulated node is listed");
-    let rate: f64 = row
-        .attr("data-rate")
-        .await
-        .unwrap()
+    // The node from the emulator, with its rate. The page rebuilds the table on every update,
+    // so a row handle can go stale between two WebDriver calls: read the row in one script.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let row = loop {
+        let row = js(
+            &client,
+            "const r = document.getElementById('node-node-aa:bb:cc:00:00:01'); \
+             return r ? { rate: r.dataset.rate, text: r.innerText } : null",
+        )
+        .await;
+        if !row.is_null() {
+            break row;
+        }
+        assert!(Instant::now() < deadline, "the emulated node is listed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let rate: f64 = row["rate"]
+        .as_str()
         .and_then(|r| r.parse().ok())
         .unwrap_or(0.0);
     assert!(
         (35.0..=65.0).contains(&rate),
         "the node's rate ~50/s: {rate}"
     );
-    let row_text = row.text().await.unwrap();
+    let row_text = row["text"].as_str().unwrap_or_default();
     assert!(
         row_text.contains("online") && row_text.contains("esp-csi"),
         "{row_text}"
