@@ -239,7 +239,7 @@ impl Noise {
                 );
             }
             let pole = self.pole;
-            filter_complex(&mut self.smooth, pole);
+            filter(&mut self.smooth, pole);
             for (s, n) in self.smooth.iter_mut().zip(&self.norm) {
                 *s *= *n;
             }
@@ -270,17 +270,11 @@ impl Noise {
     }
 }
 
-/// First-order smoothing forward, then backward, in place.
-fn filter(x: &mut [f64], a: f64) {
-    for k in 1..x.len() {
-        x[k] += a * x[k - 1];
-    }
-    for k in (0..x.len().saturating_sub(1)).rev() {
-        x[k] += a * x[k + 1];
-    }
-}
-
-fn filter_complex(x: &mut [num_complex::Complex64], a: f64) {
+/// First-order smoothing forward, then backward, in place (real or complex samples).
+fn filter<T>(x: &mut [T], a: f64)
+where
+    T: Copy + std::ops::AddAssign + std::ops::Mul<f64, Output = T>,
+{
     for k in 1..x.len() {
         let prev = x[k - 1];
         x[k] += prev * a;
