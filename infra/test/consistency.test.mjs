@@ -77,7 +77,7 @@ const FUNCTION_CRATES = [
   "platform-store",
   "platform-exec",
   "platform-http",
-  "platform-search",
+  "catalog-core",
   "api",
   "jobs",
 ];

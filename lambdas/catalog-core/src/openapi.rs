@@ -46,6 +46,9 @@ pub struct Spec {
     /// Every absolute server of the document, its paths and its operations, the document's
     /// preferred production server first.
     pub servers: Vec<Server>,
+    /// Index into `servers` of the document's own (top-level) server to call, when it has an
+    /// absolute one.
+    pub default_server: Option<u16>,
     /// Any server URL needs a user-specific host (self-hosted copies such as GHES).
     pub self_hosted: bool,
     pub auth: Vec<AuthScheme>,
@@ -176,6 +179,7 @@ pub fn parse(provider: &str, service: Option<&str>, doc: &Value) -> Spec {
             .or_else(|| str_at(&info, &["license", "identifier"]))
             .map(str::to_string),
         servers: servers.list,
+        default_server,
         self_hosted,
         auth,
         ops,
@@ -311,9 +315,15 @@ fn absolute_url(url: Option<&str>, base: Option<&str>) -> Option<String> {
 }
 
 fn parse_auth(components: &Value, base: Option<&str>) -> Vec<AuthScheme> {
-    let Some(schemes) = components.get("securitySchemes").and_then(Value::as_object) else {
-        return Vec::new();
-    };
+    match components.get("securitySchemes").and_then(Value::as_object) {
+        Some(schemes) => security_schemes(schemes, base),
+        None => Vec::new(),
+    }
+}
+
+/// OpenAPI `components.securitySchemes` → the catalog's schemes (unknown kinds are skipped);
+/// relative OAuth URLs are resolved against `base`, the document's server.
+pub fn security_schemes(schemes: &Map<String, Value>, base: Option<&str>) -> Vec<AuthScheme> {
     let mut out = Vec::new();
     for (name, s) in schemes {
         let kind = match str_at(s, &["type"]) {

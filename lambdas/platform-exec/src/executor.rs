@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use catalog_core::AuthScheme;
 use platform_domain::apps::{AppAuth, Catalog, Operation};
 use platform_domain::clock::rfc3339;
 use platform_domain::connections::{ConnectError, CredError, Credentials};
 use platform_domain::error::UNAVAILABLE_DETAIL;
 use platform_domain::runs::{Arguments, NewRun, Run, RunOutput, RunStatus, RunStore};
 use platform_domain::validation::{FieldError, check};
-use platform_search::model::AuthScheme;
 use serde_json::Value;
 
 use crate::connections::Connections;

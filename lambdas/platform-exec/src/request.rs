@@ -5,10 +5,10 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use catalog_core::{AuthKind, AuthScheme, Method};
 use platform_domain::apps::Operation;
 use platform_domain::connections::{AuthMethod, Credentials};
 use platform_domain::validation::FieldError;
-use platform_search::model::{AuthKind, AuthScheme, Method};
 use serde_json::{Map, Value};
 
 use crate::outbound::Outbound;

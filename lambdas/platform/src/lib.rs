@@ -6,7 +6,7 @@
 //!
 //! | crate | re-exported as | owns |
 //! |---|---|---|
-//! | `platform-search` | [`search`] | the catalog artifact, BM25F tool search, OpenAPI → tools (hot: built at opt-level 3) |
+//! | `catalog-core` | [`search`] | the catalog artifact, BM25F tool search, OpenAPI → tools (shared with the catalog builder; hot: built at opt-level 3) |
 //! | `platform-domain` | [`domain`] | types, rules, typed errors, repository ports; no HTTP, no AWS |
 //! | `platform-store` | [`store`] | the ports on DynamoDB, the table layout, sealed secrets; the only AWS code |
 //! | `platform-exec` | [`exec`] | outbound HTTP (SSRF guard), credentials, tool runs, triggers, custom connectors |
@@ -20,8 +20,8 @@
 pub mod bootstrap;
 pub mod env;
 
+pub use catalog_core as search;
 pub use platform_domain as domain;
 pub use platform_exec as exec;
 pub use platform_http as http;
-pub use platform_search as search;
 pub use platform_store as store;

@@ -9,7 +9,7 @@
 //! valid across cold starts of the same catalog version.
 
 use catalog_core as core;
-use platform_search::model::AuthScheme;
+use catalog_core::AuthScheme;
 
 use super::{
     AppAuth, AppDetail, AppDocument, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit,
@@ -228,16 +228,7 @@ impl Catalog for core::Catalog {
         let app = app.map(|a| core::Catalog::app(self, a).map_or(a, |x| x.slug.as_str()));
         let found = self.find(query, app, limit);
         FindResult {
-            hits: found
-                .hits
-                .into_iter()
-                .map(|h| Hit {
-                    tool: h.tool,
-                    app: h.app,
-                    score: f64::from(h.score),
-                    matched_terms: h.matched_terms,
-                })
-                .collect(),
+            hits: found.hits.into_iter().map(Hit::from).collect(),
             hint: found.hint,
         }
     }

@@ -12,7 +12,7 @@ pub use static_catalog::{LoadError, StaticCatalog};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use platform_search::model::{AuthScheme, Method};
+use catalog_core::{AuthScheme, Method};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -61,7 +61,7 @@ pub struct AppDocument {
 
 /// The short name of a credential scheme's kind, as [`AppDetail::auth`] and tool detail list it
 /// (the same words `catalog_core::AuthKind::label` uses).
-pub fn auth_label(kind: &platform_search::model::AuthKind) -> &'static str {
+pub fn auth_label(kind: &catalog_core::AuthKind) -> &'static str {
     kind.label()
 }
 
@@ -168,6 +168,17 @@ pub struct Hit {
     pub score: f64,
     /// Query terms that matched this tool.
     pub matched_terms: Vec<String>,
+}
+
+impl From<catalog_core::search::Hit> for Hit {
+    fn from(h: catalog_core::search::Hit) -> Self {
+        Hit {
+            tool: h.tool,
+            app: h.app,
+            score: f64::from(h.score),
+            matched_terms: h.matched_terms,
+        }
+    }
 }
 
 /// Result of a tool search; `hint` explains an empty or weak result to the caller (an LLM).

@@ -16,8 +16,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use platform_search::derive::spec::security_schemes;
-use platform_search::model::{AuthScheme, Method};
+use catalog_core::openapi::security_schemes;
+use catalog_core::{AuthScheme, Method};
 
 use super::{
     AppAuth, AppFilter, AppSummary, Catalog, CatalogError, FindResult, Hit, Operation, Page,
@@ -151,7 +151,7 @@ impl StaticCatalog {
         let mut auth = BTreeMap::new();
         let mut operations = BTreeMap::new();
         for a in file.apps {
-            let schemes = security_schemes(&a.security_schemes);
+            let schemes = security_schemes(&a.security_schemes, a.base_url.as_deref());
             if let Some(base_url) = &a.base_url {
                 auth.insert(
                     a.id.clone(),

@@ -19,7 +19,7 @@ use crate::clock::rfc3339;
 use crate::error::StoreError;
 use crate::oauth::{OAuthApps, ParamRule, Provider};
 use crate::secrets::SealError;
-use platform_search::model::AuthKind;
+use catalog_core::AuthKind;
 
 pub use config::{ConfigError, IntegrationConfig};
 

@@ -21,7 +21,7 @@ use crate::apps::{Page, ToolDef, decode_cursor, encode_cursor};
 use crate::clock::rfc3339;
 use crate::error::StoreError;
 use crate::validation::FieldError;
-use platform_search::model::Method;
+use catalog_core::Method;
 
 pub use search::{Found, app_exists, find, merge};
 
@@ -210,7 +210,7 @@ pub fn new_id() -> String {
 pub fn connector_name(asked: Option<&str>, fallback: &str) -> Result<String, CustomError> {
     match asked {
         Some(n) => {
-            let slug = platform_search::derive::slug(n);
+            let slug = catalog_core::naming::slug(n);
             if slug.is_empty() || slug.len() > MAX_NAME || slug != n {
                 return Err(CustomError::Invalid(format!(
                     "name must be lowercase letters, digits and '_' (at most {MAX_NAME}), \
@@ -225,7 +225,7 @@ pub fn connector_name(asked: Option<&str>, fallback: &str) -> Result<String, Cus
             Ok(slug)
         }
         None => {
-            let mut slug = platform_search::derive::slug(fallback);
+            let mut slug = catalog_core::naming::slug(fallback);
             if slug.len() > MAX_NAME {
                 let cut = slug[..MAX_NAME].rfind('_').unwrap_or(MAX_NAME);
                 slug.truncate(cut);

@@ -1,11 +1,12 @@
 //! The tools of a REST connector, derived from its OpenAPI 3 document exactly as the catalog
-//! derives its own (`platform_search::derive`), so a custom connector's tools look like the
+//! derives its own (`catalog_core::openapi` and `catalog_core::naming`), so a custom connector's tools look like the
 //! catalog's and map their argument groups the same way when run.
 
 use serde_json::Value;
 
 use super::{CustomError, CustomTool, HttpOp, MAX_TOOLS, TOOL_PREFIX};
-use platform_search::derive::{operation_name, spec, tool_name};
+use catalog_core::naming::{operation_name, tool_name};
+use catalog_core::openapi as spec;
 
 /// Tools and server URL derived from a document.
 pub struct Derived {
@@ -44,18 +45,31 @@ pub fn derive(connector: &str, doc: &Value, doc_url: Option<&str>) -> Result<Der
             "`paths` is missing or not an object".into(),
         ));
     }
-    let parsed = spec::parse("custom", None, doc);
+    let mut parsed = spec::parse("custom", None, doc);
+    // A connector has one base URL: the document's preferred server with its variables at their
+    // defaults, else its relative server resolved against where the document came from.
+    let base_url = parsed
+        .default_server
+        .and_then(|i| parsed.servers.get(usize::from(i)))
+        .map(|s| s.resolve(&|_| None))
+        .or_else(|| {
+            let relative = doc.pointer("/servers/0/url").and_then(Value::as_str)?;
+            let base = url::Url::parse(doc_url?).ok()?;
+            base.join(relative).ok().map(|u| u.to_string())
+        });
+    if parsed.default_server.is_none() {
+        // The catalog skips operations no absolute server can reach; a connector's go to the
+        // base URL above or the one the caller passes, so read them as if a server were declared.
+        let mut declared = doc.clone();
+        declared["servers"] = serde_json::json!([{"url": "https://connector.invalid"}]);
+        parsed = spec::parse("custom", None, &declared);
+    }
     if parsed.ops.is_empty() {
         return Err(CustomError::InvalidOpenApi("it has no operations".into()));
     }
     if parsed.ops.len() > MAX_TOOLS {
         return Err(CustomError::TooManyTools(parsed.ops.len()));
     }
-    let base_url = parsed.base_url.clone().or_else(|| {
-        let relative = doc.pointer("/servers/0/url").and_then(Value::as_str)?;
-        let base = url::Url::parse(doc_url?).ok()?;
-        base.join(relative).ok().map(|u| u.to_string())
-    });
     let app = format!("{TOOL_PREFIX}{connector}");
     let mut seen = std::collections::HashSet::new();
     let mut tools = Vec::with_capacity(parsed.ops.len());

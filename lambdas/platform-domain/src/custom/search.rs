@@ -1,27 +1,16 @@
-//! Search over an account's custom tools with the catalog's own BM25F ranking, over an index
-//! built for just these tools, and the merge of its hits with the catalog's.
+//! Search over an account's custom tools with the catalog's own ranking (`catalog_core`'s
+//! BM25F, lexical only: custom tools have no embedding vectors), over a catalog built for just
+//! these tools, and the merge of its hits with the catalog's.
 
 use std::collections::HashMap;
 
-use platform_search::catalog;
-use platform_search::model::Method;
-use platform_search::search::text::Verb;
-use platform_search::search::{AppText, DocText, Index};
+use catalog_core::search::{AppText, DocText, Index};
+use catalog_core::text::{self, Verb};
+use catalog_core::{App, Catalog, Doc, Method, Source, Tool};
 
 use super::{Connector, ConnectorStore, CustomTool, TOOL_PREFIX};
 use crate::apps::Hit;
 use crate::error::StoreError;
-
-impl From<platform_search::search::Hit> for Hit {
-    fn from(h: platform_search::search::Hit) -> Self {
-        Hit {
-            tool: h.tool,
-            app: h.app,
-            score: f64::from(h.score),
-            matched_terms: h.matched_terms,
-        }
-    }
-}
 
 /// The account's custom tools found for a query.
 #[derive(Debug, Default)]
@@ -43,7 +32,7 @@ pub async fn app_exists(
     Ok(store.connector_by_name(account, name).await?.is_some())
 }
 
-/// Searches the account's custom tools with the catalog's BM25F ranking, over an index built for
+/// Searches the account's custom tools with the catalog's ranking, over a catalog built for
 /// just these tools.
 pub async fn find(
     store: &dyn ConnectorStore,
@@ -56,7 +45,7 @@ pub async fn find(
     if connectors.is_empty() {
         return Ok(Found::default());
     }
-    let cat = index_of(&connectors);
+    let cat = catalog_of(&connectors);
     let found = cat.find(query, app, limit);
     let descriptions = found
         .hits
@@ -73,12 +62,14 @@ pub async fn find(
     })
 }
 
-/// An in-memory catalog of the connectors (apps) and their tools, with its search index.
-fn index_of(connectors: &[Connector]) -> catalog::Catalog {
+/// An in-memory catalog of the connectors (apps, one document each) and their tools, with its
+/// search index.
+fn catalog_of(connectors: &[Connector]) -> Catalog {
     let mut sorted: Vec<&Connector> = connectors.iter().collect();
     sorted.sort_by_key(|c| c.app());
     let mut apps = Vec::new();
-    let mut tools: Vec<(catalog::Tool, &CustomTool)> = Vec::new();
+    let mut docs = Vec::new();
+    let mut tools: Vec<(Tool, &CustomTool)> = Vec::new();
     for (i, c) in sorted.iter().enumerate() {
         let start = tools.len() as u32;
         let mut own: Vec<&CustomTool> = c.tools.iter().collect();
@@ -91,9 +82,11 @@ fn index_of(connectors: &[Connector]) -> catalog::Catalog {
                 None => (mcp_method(&t.remote), String::new()),
             };
             tools.push((
-                catalog::Tool {
+                Tool {
                     name: t.name.clone(),
                     app: i as u32,
+                    doc: i as u32,
+                    server: 0,
                     method,
                     path,
                     operation_id: Some(t.remote.clone()),
@@ -104,40 +97,55 @@ fn index_of(connectors: &[Connector]) -> catalog::Catalog {
                 t,
             ));
         }
-        apps.push(catalog::App {
+        let title = c.name.replace('_', " ");
+        docs.push(Doc {
             id: c.app(),
-            title: c.name.replace('_', " "),
-            provider: String::new(),
-            service: None,
-            description: String::new(),
-            categories: Vec::new(),
-            logo_url: None,
-            base_url: c.base_url.clone().unwrap_or_default(),
+            title: title.clone(),
             version: String::new(),
             license: None,
+            origin: "custom".into(),
+            servers: Vec::new(),
             auth: Vec::new(),
+        });
+        apps.push(App {
+            slug: c.app(),
+            title,
+            description: String::new(),
+            aliases: Vec::new(),
+            former_ids: Vec::new(),
+            categories: Vec::new(),
+            logo_url: None,
+            docs: vec![i as u32],
             tools: (start, tools.len() as u32),
+            prior: 0.5,
         });
     }
     let index = index_over(&apps, &tools);
-    catalog::Catalog {
-        source: catalog::Source {
-            package: "custom".into(),
+    Catalog {
+        source: Source {
+            packages: vec!["custom".into()],
             input_key: String::new(),
         },
         apps,
+        docs,
         tools: tools.into_iter().map(|(t, _)| t).collect(),
         index,
-        schemas: Vec::new(),
+        app_index: Default::default(),
+        former_app_ids: Vec::new(),
+        renamed_tools: Vec::new(),
+        embedding: Default::default(),
+        tool_vectors: Vec::new(),
+        schema_offsets: Vec::new(),
+        schema_blob: Vec::new(),
     }
 }
 
 /// The BM25F index over the connectors' tools, read the way the catalog's are.
-fn index_over(apps: &[catalog::App], tools: &[(catalog::Tool, &CustomTool)]) -> Index {
+fn index_over(apps: &[App], tools: &[(Tool, &CustomTool)]) -> Index {
     let app_texts: Vec<AppText> = apps
         .iter()
         .map(|a| AppText {
-            id: &a.id,
+            id: &a.slug,
             title: &a.title,
             provider: "",
             service: None,
@@ -162,16 +170,17 @@ fn index_over(apps: &[catalog::App], tools: &[(catalog::Tool, &CustomTool)]) -> 
                 Some(h) => Verb::of_operation(h.method, &h.path),
                 None => None,
             },
+            doc_title: "",
         })
         .collect();
     Index::build(&app_texts, &docs)
 }
 
 fn mcp_method(remote: &str) -> Method {
-    let first = platform_search::search::text::words(remote)
+    let first = text::words(remote)
         .into_iter()
         .next()
-        .map(|w| platform_search::search::text::stem(&w));
+        .map(|w| text::stem(&w));
     match first.as_deref().and_then(Verb::of_term) {
         Some(Verb::Get | Verb::List) => Method::Get,
         Some(Verb::Update) => Method::Patch,

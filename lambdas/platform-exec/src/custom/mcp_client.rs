@@ -15,8 +15,8 @@ use rmcp::transport::streamable_http_client::{
 };
 use serde_json::Value;
 
+use catalog_core::naming::{MAX_TOOL_NAME, slug, tool_name};
 use platform_domain::custom::{CustomError, CustomTool, MAX_TOOLS, RunError, TOOL_PREFIX};
-use platform_search::derive::{MAX_TOOL_NAME, slug, tool_name};
 
 use crate::outbound::Outbound;
 
@@ -173,7 +173,7 @@ pub fn derive(
         let description = t
             .description
             .as_deref()
-            .map(platform_search::derive::html::plain_text)
+            .map(catalog_core::html::plain_text)
             .filter(|d| !d.trim().is_empty())
             .or_else(|| t.title.clone())
             .unwrap_or_else(|| remote.replace(['_', '-'], " "));

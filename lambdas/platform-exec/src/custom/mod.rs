@@ -9,6 +9,7 @@ pub mod mcp_client;
 use std::sync::Arc;
 use std::time::Instant;
 
+use catalog_core::Method;
 use platform_domain::clock::Clock;
 use platform_domain::custom::{
     Called, Connector, ConnectorStore, CustomError, CustomTool, Kind, MAX_DOCUMENT, RunError,
@@ -17,7 +18,6 @@ use platform_domain::custom::{
 use platform_domain::runs::{Arguments, NewRun, Run, RunOutput, RunStatus, RunStore};
 use platform_domain::secrets::SecretBox;
 use platform_domain::validation::check;
-use platform_search::model::Method;
 use serde_json::{Map, Value};
 
 use crate::outbound::{Outbound, OutboundError};
