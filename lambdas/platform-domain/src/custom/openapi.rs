@@ -156,6 +156,26 @@ mod tests {
     }
 
     #[test]
+    fn a_sandbox_listed_first_is_passed_over_as_the_catalog_does() {
+        let mut doc = petstore();
+        doc["servers"] = json!([
+            {"url": "https://api-m.sandbox.pets.io/v1"},
+            {"url": "https://api-m.pets.io/v1"}
+        ]);
+        let d = derive("pets", &doc, None).unwrap();
+        assert_eq!(d.base_url.as_deref(), Some("https://api-m.pets.io/v1"));
+    }
+
+    #[test]
+    fn without_any_server_the_operations_are_still_read() {
+        let mut doc = petstore();
+        doc.as_object_mut().unwrap().remove("servers");
+        let d = derive("pets", &doc, None).unwrap();
+        assert_eq!(d.base_url, None, "the caller must pass base_url");
+        assert_eq!(d.tools.len(), 2);
+    }
+
+    #[test]
     fn relative_servers_resolve_against_the_document_url() {
         let mut doc = petstore();
         doc["servers"] = json!([{"url": "/api/v2"}]);
