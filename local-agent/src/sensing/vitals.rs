@@ -108,6 +108,12 @@ pub const HEART_GATES: PeakGates = PeakGates {
 /// SNR 30 with prominence 2 were within ±5 bpm with a visible pulse, 1 of 2 with a realistic
 /// one; persistence (4 windows within 3 bpm) removes such a lone wrong window.
 pub const STRONG_HEART_SNR: f32 = 20.0;
+/// A heart peak whose half frequency has this much of the heart band's median power (or lies
+/// on a breathing harmonic) may be the pulse's second harmonic, and is refused.
+pub const SUBHARMONIC_RATIO: f32 = 3.0;
+/// The half-frequency check reaches this far below the heart band (a 45 bpm heart's second
+/// harmonic is in the band).
+pub const SUBHARMONIC_MARGIN_HZ: f32 = 0.1;
 /// Series the heart combination keeps (the largest breath-derived contributions).
 pub const HEART_SERIES: usize = 32;
 /// Series counts up to this are all scored by their spectrum at each re-selection.
@@ -916,12 +922,41 @@ impl VitalsEstimator {
             let h = (f / fb).round();
             h >= 2.0 && (f - h * fb).abs() <= HARMONIC_GUARD_HZ
         };
+        // A pulse is narrow, so its second harmonic can rival its fundamental; when the
+        // fundamental sits on a breathing harmonic, the breath model takes it and the second
+        // harmonic is the band's peak (simulator, 58 bpm under 10 br/min: 116 read). A peak
+        // whose half lies on a breathing harmonic or carries power is ambiguous.
+        let median = {
+            let (a, b) = (
+                (HEART_BAND.0 / self.spec.df.max(1e-9)) as usize,
+                (HEART_BAND.1 / self.spec.df.max(1e-9)) as usize,
+            );
+            self.scratch.clear();
+            self.scratch
+                .extend(self.spec.power.iter().skip(a).take(b.saturating_sub(a) + 1));
+            let mid = self.scratch.len() / 2;
+            if self.scratch.is_empty() {
+                0.0
+            } else {
+                *self.scratch.select_nth_unstable_by(mid, f32::total_cmp).1
+            }
+        };
+        let spec = &self.spec;
+        let half_ambiguous = |f: f32| {
+            let h = 0.5 * f;
+            if h < HEART_BAND.0 - SUBHARMONIC_MARGIN_HZ {
+                return false;
+            }
+            let w = spec.df * spec.resolution_bins() as f32;
+            near_harmonic(h) || spec.band_max(h - w, h + w) >= SUBHARMONIC_RATIO * median
+        };
         // Two ways in: the beat train agrees with the spectrum, or the spectral peak alone is
         // strong enough (on a real pulse the beat picker fails long before the spectrum does:
         // the spectrum integrates 30 beats, a beat is picked from one).
         let candidate = gated
             .filter(|p| {
                 !near_harmonic(p.freq_hz)
+                    && !half_ambiguous(p.freq_hz)
                     && (p.snr >= STRONG_HEART_SNR
                         || beats.is_some_and(|b| {
                             b.regularity >= HEART_REGULARITY
