@@ -29,13 +29,17 @@
 //! waveform; the chosen noise series are nearly independent.
 //!
 //! **Heart.** The heartbeat rides on the same paths as the breath at a tenth of its
-//! displacement or less, and breathing's harmonics fill the heart band. The breath is removed in
-//! the time domain ([`BreathModel`]: harmonics locked to the tracked breathing phase, with depth
-//! changes) from every heart candidate before it is scored and from the combination before its
-//! spectrum. Two estimators then look at what is left: the spectral peak (gated) and the median
-//! beat-to-beat interval of the band-passed pulse train ([`beat_rate`]). A heart rate is a
-//! candidate only when both agree within [`HEART_AGREE_BPM`] and the beat train is regular; it
-//! is emitted after persistence. A wrong heart rate is worse than none.
+//! displacement or less, and breathing's harmonics fill the heart band. The chest moves every
+//! body path with breath and heartbeat alike, so the heart combination weights each series by
+//! its regression on the breathing combination over its white-noise level (`heart_weights`): no
+//! series is picked by its own heart-band peak, a search that over hundreds of series finds
+//! noise. The breath is removed from the combination in the time domain ([`BreathModel`]:
+//! harmonics locked to the tracked breathing phase, with depth changes). Two estimators then
+//! look at what is left: the spectral peak (gated, away from breathing harmonics, and not a
+//! pulse's second harmonic) and the median beat-to-beat interval of the band-passed pulse train
+//! ([`beat_rate`]). A heart rate is a candidate when both agree within [`HEART_AGREE_BPM`] with
+//! a regular beat train, or when the spectral peak alone reaches [`STRONG_HEART_SNR`]; it is
+//! emitted after persistence. A wrong heart rate is worse than none.
 
 use super::dsp::beats::beat_rate;
 use super::dsp::filter::{BandPass, highpass_zero_phase};
