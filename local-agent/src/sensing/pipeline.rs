@@ -723,6 +723,12 @@ impl Pipeline {
         }
     }
 
+    /// Every link's vitals estimator (diagnostics).
+    #[doc(hidden)]
+    pub fn vitals_estimators(&self) -> impl Iterator<Item = &VitalsEstimator> {
+        self.links.values().map(|l| &l.vitals)
+    }
+
     /// Forgets the learned background and starts a new calibration.
     pub fn recalibrate(&mut self) {
         for link in self.links.values_mut() {
