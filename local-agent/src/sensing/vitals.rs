@@ -589,12 +589,9 @@ impl VitalsEstimator {
         self.scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         self.scored.truncate(self.cfg.top_k);
         let mut sel = Selection::default();
-        let Some(&(_, best, best_hz)) = self.scored.first() else {
+        let Some(&(_, best, _)) = self.scored.first() else {
             return sel;
         };
-        // A quarter period of the best series' peak, in samples: series that carry the rhythm
-        // with another lag (paths of other lengths) correlate with the reference's quadrature.
-        let quarter = ((GRID_HZ / (4.0 * best_hz.max(0.05))).round() as usize).max(1);
         let Some(bp) = BandPass::new(GRID_HZ, band.0, band.1) else {
             return sel;
         };
@@ -625,13 +622,7 @@ impl VitalsEstimator {
             self.series = bp_k;
             let corr: f32 = bp_ref.iter().zip(bp_tmp.iter()).map(|(a, b)| a * b).sum();
             if k != best {
-                let q = quarter.min(bp_tmp.len());
-                let corr_q: f32 = bp_ref
-                    .iter()
-                    .zip(bp_tmp[q..].iter())
-                    .map(|(a, b)| a * b)
-                    .sum();
-                cors.push(corr.hypot(corr_q) / (e_ref * energy(&bp_tmp)).sqrt());
+                cors.push(corr.abs() / (e_ref * energy(&bp_tmp)).sqrt());
             }
             let sign = if corr < 0.0 { -1.0 } else { 1.0 };
             sel.idx.push(k);
