@@ -129,13 +129,14 @@ fn the_simulated_empty_room_is_empty_on_every_tick() {
     }
 }
 
-/// Longer quiet rooms than the scene's 120 s: 10 minutes at 25 Hz, seeds 1–8. Not met: the
-/// breathing gates accept a rate from the simulator's noise now and then, and presence follows
-/// the accepted rate (and the still cue's hold after it). Reported in the README; the bound
-/// holds the measured figure so a regression fails.
+/// Longer quiet rooms than the scene's 120 s: 10 minutes at 25 Hz. Seeds 1–4 were used to tune
+/// the breathing rhythm rule (`sensing::vitals::RHYTHM_SPAN_S` and the clear-breath gates);
+/// seeds 5–8 (the earlier scored set) and 9–16 (never run while tuning) are scored. The
+/// target, 0 presence and 0 vitals on every tick, is met on all of them (2026-11-26) and asserted
+/// on the scored seeds.
 #[test]
-fn ten_quiet_minutes_report_false_breaths() {
-    let seeds: Vec<u64> = (1..=8).collect();
+fn ten_quiet_minutes_stay_empty() {
+    let seeds: Vec<u64> = (1..=16).collect();
     let results: Vec<(u64, usize, usize, usize)> = per_seed(&seeds, |seed| {
         let cfg = SimConfig {
             seed,
@@ -150,26 +151,30 @@ fn ten_quiet_minutes_report_false_breaths() {
         let (present, vitals) = present_and_vitals(&ticks);
         (seed, ticks.len(), present, vitals)
     });
-    let (mut n, mut p, mut v) = (0, 0, 0);
-    for (seed, ticks, present, vitals) in &results {
-        eprintln!(
-            "quiet 10 min seed {seed}: present on {present}/{ticks} ticks, vitals on {vitals}"
-        );
-        n += ticks;
-        p += present;
-        v += vitals;
+    let mut scored = (0, 0, 0);
+    for (label, range) in [
+        ("tuning seeds 1-4", 1..=4),
+        ("scored seeds 5-8", 5..=8),
+        ("unseen seeds 9-16", 9..=16),
+    ] {
+        let (mut n, mut p, mut v) = (0, 0, 0);
+        for (seed, ticks, present, vitals) in results.iter().filter(|r| range.contains(&r.0)) {
+            eprintln!(
+                "quiet 10 min seed {seed}: present on {present}/{ticks} ticks, vitals on {vitals}"
+            );
+            n += ticks;
+            p += present;
+            v += vitals;
+        }
+        eprintln!("quiet 10 min, {label}: present on {p}/{n} ticks, vitals on {v}");
+        if *range.start() > 4 {
+            scored = (scored.0 + n, scored.1 + p, scored.2 + v);
+        }
     }
-    eprintln!("quiet 10 min, seeds 1-8: present on {p}/{n} ticks, vitals on {v}");
-    assert!(n > 40_000);
-    assert!(
-        p <= QUIET_PRESENT_BOUND && v <= QUIET_VITALS_BOUND,
-        "present {p}, vitals {v}"
-    );
+    let (n, p, v) = scored;
+    assert!(n > 70_000);
+    assert_eq!((p, v), (0, 0), "scored seeds 5-16: present, vitals");
 }
-
-/// See `ten_quiet_minutes_report_false_breaths` (target 0 and 0).
-const QUIET_PRESENT_BOUND: usize = 1354;
-const QUIET_VITALS_BOUND: usize = 209;
 
 fn baseline_files() -> Vec<PathBuf> {
     let dir = Path::new(concat!(
