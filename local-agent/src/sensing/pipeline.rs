@@ -15,9 +15,9 @@ use num_complex::Complex32;
 
 use super::calibration::{CalibrationPhase, CalibrationStatus};
 use super::csi::{CsiFrame, CsiShape};
-use super::dsp::angle;
 use super::dsp::rate::{Arrival, RateTracker};
 use super::dsp::resample::{GridStep, UniformGrid};
+use super::dsp::{angle, magnitude};
 use super::motion::{MotionConfig, MotionDetector};
 use super::presence::{BreathEvidence, PresenceTracker};
 use super::range::{RangeEstimator, sanitise};
@@ -293,7 +293,7 @@ impl Link {
         let mut sum = 0.0f32;
         let mut valid = 0usize;
         for c in &frame.csi {
-            let a = c.norm();
+            let a = magnitude(*c);
             let a = if a.is_finite() { a } else { 0.0 };
             if a > 0.0 {
                 sum += a;
