@@ -184,20 +184,11 @@ impl BreathModel {
         }
         // Normal equations and their Cholesky factor.
         let mut g = vec![0.0f64; p * p];
-        let row = |r: usize| &self.x[r * n..(r + 1) * n];
         for a in 0..p {
-            let ra = row(a);
-            let mut b = 0;
-            while b + 4 <= a + 1 {
-                let dots = dot4(ra, [row(b), row(b + 1), row(b + 2), row(b + 3)]);
-                for (j, d) in dots.into_iter().enumerate() {
-                    g[a * p + b + j] = d;
-                    g[(b + j) * p + a] = d;
-                }
-                b += 4;
-            }
-            for b in b..=a {
-                let dot = dot(ra, row(b));
+            let ra = &self.x[a * n..(a + 1) * n];
+            for b in 0..=a {
+                let rb = &self.x[b * n..(b + 1) * n];
+                let dot = dot(ra, rb);
                 g[a * p + b] = dot;
                 g[b * p + a] = dot;
             }
@@ -222,16 +213,9 @@ impl BreathModel {
         }
         let (p, n) = (self.p, self.len);
         self.rhs.clear();
-        let row = |r: usize| &self.x[r * n..(r + 1) * n];
-        let mut a = 0;
-        while a + 4 <= p {
-            // `dot(row, y)` four rows at a time (products commute exactly).
-            let dots = dot4(y, [row(a), row(a + 1), row(a + 2), row(a + 3)]);
-            self.rhs.extend_from_slice(&dots);
-            a += 4;
-        }
-        for a in a..p {
-            self.rhs.push(dot(row(a), y));
+        for a in 0..p {
+            let ra = &self.x[a * n..(a + 1) * n];
+            self.rhs.push(dot(ra, y));
         }
         cholesky_solve(&self.chol, p, &mut self.rhs);
         for a in 0..p {
@@ -265,36 +249,6 @@ fn dot(a: &[f32], b: &[f32]) -> f64 {
         }
     }
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
-}
-
-/// `[dot(a, b[0]), …, dot(a, b[3])]`, bit for bit: each sum keeps [`dot`]'s own partial sums
-/// and order, but the four run side by side, so sixteen independent additions hide the adder's
-/// latency that four alone could not (the normal equations were a tenth of a vitals analysis).
-fn dot4(a: &[f32], b: [&[f32]; 4]) -> [f64; 4] {
-    let n = b.iter().fold(a.len(), |n, r| n.min(r.len()));
-    let a = &a[..n];
-    let b = b.map(|r| &r[..n]);
-    let body = n - n % 4;
-    let mut acc = [[0.0f64; 4]; 4];
-    let mut i = 0;
-    while i < body {
-        let x: [f64; 4] = std::array::from_fn(|j| f64::from(a[i + j]));
-        for (acc, r) in acc.iter_mut().zip(&b) {
-            for j in 0..4 {
-                acc[j] += x[j] * f64::from(r[i + j]);
-            }
-        }
-        i += 4;
-    }
-    std::array::from_fn(|d| {
-        let tail: f64 = a[body..]
-            .iter()
-            .zip(&b[d][body..])
-            .map(|(u, v)| f64::from(*u) * f64::from(*v))
-            .sum();
-        let acc = acc[d];
-        (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
-    })
 }
 
 /// In-place Cholesky factorisation of a symmetric positive definite p × p matrix (row-major);
@@ -342,26 +296,6 @@ fn cholesky_solve(l: &[f64], p: usize, b: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dot4_matches_dot_bit_for_bit() {
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        };
-        for n in [0, 3, 7, 300, 301] {
-            let a: Vec<f32> = (0..n).map(|_| next() * 1e3).collect();
-            let b: Vec<Vec<f32>> = (0..4).map(|_| (0..n).map(|_| next()).collect()).collect();
-            let d = dot4(&a, [&b[0], &b[1], &b[2], &b[3]]);
-            for (x, r) in d.iter().zip(&b) {
-                assert_eq!(x.to_bits(), dot(&a, r).to_bits());
-                assert_eq!(x.to_bits(), dot(r, &a).to_bits());
-            }
-        }
-    }
 
     fn rms(x: &[f32]) -> f32 {
         (x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32).sqrt()
