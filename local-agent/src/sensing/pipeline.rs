@@ -15,9 +15,9 @@ use num_complex::Complex32;
 
 use super::calibration::{CalibrationPhase, CalibrationStatus};
 use super::csi::{CsiFrame, CsiShape};
-use super::dsp::angle;
 use super::dsp::rate::{Arrival, RateTracker};
 use super::dsp::resample::{GridStep, UniformGrid};
+use super::dsp::{angle, magnitude};
 use super::motion::{MotionConfig, MotionDetector};
 use super::presence::{BreathEvidence, PresenceTracker};
 use super::range::{RangeEstimator, sanitise};
@@ -289,17 +289,21 @@ impl Link {
         // Gain normalisation per packet and per receive chain: AGC swings the whole packet by
         // ±15–30 % on an ESP32, and each chain of a multi-antenna card by itself (the Atheros
         // captures' chain levels jump by 18 % from packet to packet, median).
+        // Written by index, not pushed, and summed in a second pass: the magnitudes then run
+        // two to a vector instruction (the sum keeps its order, so its value is unchanged).
         self.amps.clear();
+        self.amps.resize(frame.csi.len(), 0.0);
+        for (o, c) in self.amps.iter_mut().zip(&frame.csi) {
+            let a = magnitude(*c);
+            *o = if a.is_finite() { a } else { 0.0 };
+        }
         let mut sum = 0.0f32;
         let mut valid = 0usize;
-        for c in &frame.csi {
-            let a = c.norm();
-            let a = if a.is_finite() { a } else { 0.0 };
+        for &a in &self.amps {
             if a > 0.0 {
                 sum += a;
                 valid += 1;
             }
-            self.amps.push(a);
         }
         if valid == 0 || sum <= 0.0 || !sum.is_finite() {
             return (false, false);
@@ -357,7 +361,12 @@ impl Link {
         self.row.clear();
         self.row.extend_from_slice(&self.amps);
         if let PhaseSource::ChainPairs(pairs) = &self.phase_source {
-            for &(a, b) in pairs {
+            // The chain-pair products go straight into their slots of the row (one pass per
+            // pair, no per-value capacity checks).
+            let start = self.row.len();
+            self.row.resize(start + 2 * t * pairs.len(), 0.0);
+            let out = self.row[start..].chunks_exact_mut(2 * t.max(1));
+            for (&(a, b), out) in pairs.iter().zip(out) {
                 // Normalised by the two chains' mean levels, so that cell averages are not
                 // dominated by the packets the AGC happened to amplify.
                 let norm = 1.0
@@ -367,11 +376,11 @@ impl Link {
                     &frame.csi[a * t..(a + 1) * t],
                     &frame.csi[b * t..(b + 1) * t],
                 );
-                for (x, y) in ha.iter().zip(hb) {
+                for ((x, y), o) in ha.iter().zip(hb).zip(out.chunks_exact_mut(2)) {
                     let z = x * y.conj() * norm;
                     let ok = z.re.is_finite() && z.im.is_finite();
-                    self.row.push(if ok { z.re } else { 0.0 });
-                    self.row.push(if ok { z.im } else { 0.0 });
+                    o[0] = if ok { z.re } else { 0.0 };
+                    o[1] = if ok { z.im } else { 0.0 };
                 }
             }
         }

@@ -29,6 +29,7 @@
 //! antenna, an in-room person gives `None`; so does an empty room. `strength` is the profile's
 //! peak/median whether or not a range is reported.
 
+use super::dsp::magnitude;
 use num_complex::Complex32;
 use rustfft::{Fft, FftPlanner};
 use std::sync::Arc;
@@ -278,12 +279,12 @@ impl RangeEstimator {
             let b = cur(next) - bg[next];
             if a.re.is_finite() && a.im.is_finite() && b.re.is_finite() && b.im.is_finite() {
                 acc += b * a.conj();
-                mag_acc += a.norm() * b.norm();
+                mag_acc += magnitude(a) * magnitude(b);
             }
         }
         let slope_delay_s = -f64::from(acc.arg()) / (2.0 * std::f64::consts::PI * SUBCARRIER_HZ);
         let coherence = if mag_acc > 0.0 {
-            f64::from(acc.norm() / mag_acc)
+            f64::from(magnitude(acc) / mag_acc)
         } else {
             0.0
         };
@@ -299,8 +300,8 @@ impl RangeEstimator {
             }
         });
         fft.process_with_scratch(&mut self.mbuf, &mut self.scratch);
-        let bmags: Vec<f32> = self.bbuf.iter().map(|c| c.norm()).collect();
-        let mmags: Vec<f32> = self.mbuf.iter().map(|c| c.norm()).collect();
+        let bmags: Vec<f32> = self.bbuf.iter().map(|c| magnitude(*c)).collect();
+        let mmags: Vec<f32> = self.mbuf.iter().map(|c| magnitude(*c)).collect();
         let edge_b = signed_bin(leading_edge(&bmags).rem_euclid(len as f64), len);
         let edge_m = signed_bin(leading_edge(&mmags).rem_euclid(len as f64), len);
         let direct_s = (edge_b - edge_m) * bin_s;
@@ -314,7 +315,7 @@ impl RangeEstimator {
             }
         }
         self.mags.clear();
-        self.mags.extend(self.buf.iter().map(|c| c.norm()));
+        self.mags.extend(self.buf.iter().map(|c| magnitude(*c)));
         let (imax, pmax) =
             self.mags
                 .iter()

@@ -413,6 +413,8 @@ pub struct VitalsEstimator {
     scratch: Vec<f32>,
     scored: Vec<(f32, usize, f32)>,
     candidates: Vec<usize>,
+    /// Per series, the running quality (scratch for the pre-selection).
+    quality: Vec<f32>,
     bp_ref: Vec<f32>,
     bp_tmp: Vec<f32>,
 }
@@ -462,6 +464,7 @@ impl VitalsEstimator {
             scratch: Vec::new(),
             scored: Vec::new(),
             candidates: Vec::new(),
+            quality: Vec::new(),
             bp_ref: Vec::new(),
             bp_tmp: Vec::new(),
         }
@@ -663,12 +666,14 @@ impl VitalsEstimator {
         c.clear();
         c.extend((0..self.n_series).filter(|&k| self.valid_series(k, len)));
         if c.len() > FULL_SCAN {
-            c.sort_by(|a, b| {
-                self.stats[*b]
-                    .quality()
-                    .total_cmp(&self.stats[*a].quality())
-            });
+            // Each quality once, not twice per comparison (the order is the same: a stable sort
+            // on the same keys).
+            let mut q = std::mem::take(&mut self.quality);
+            q.clear();
+            q.extend(self.stats.iter().map(BandStat::quality));
+            c.sort_by(|a, b| q[*b].total_cmp(&q[*a]));
             c.truncate(PRESELECT);
+            self.quality = q;
         }
         self.candidates = c;
     }

@@ -138,7 +138,7 @@ impl BreathModel {
         let mut last: Option<f32> = None;
         let mut acc = 0.0f32;
         for v in &self.buf[..n] {
-            let a = v.norm();
+            let a = super::magnitude(*v);
             let ang = v.arg();
             if !a.is_finite() || !ang.is_finite() {
                 return false;
