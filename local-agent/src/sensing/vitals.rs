@@ -678,25 +678,16 @@ impl VitalsEstimator {
         self.candidates = c;
     }
 
-    /// Picks the top-k series by band SNR and aligns their signs to the best one. For the heart
-    /// (`heart`), the breath model (when ready) is subtracted from every candidate first.
-    fn refit(&mut self, len: usize, band: (f32, f32), heart: bool) -> Selection {
+    /// Picks the top-k series by band SNR and aligns their signs to the best one (the breathing
+    /// selection; the heart's weights come from [`Self::heart_weights`]).
+    fn refit(&mut self, len: usize, band: (f32, f32)) -> Selection {
         self.scored.clear();
         self.candidate_series(len);
         let candidates = std::mem::take(&mut self.candidates);
         let mut spec = std::mem::take(&mut self.spec);
-        let subtract = heart && self.breath_model.ready() && self.breath_model.len() == len;
         for &k in &candidates {
             self.prepared_series(k, len);
-            if subtract {
-                self.breath_model.subtract(&mut self.series);
-            }
-            let an = if heart {
-                &mut self.fft_heart
-            } else {
-                &mut self.fft_breath
-            };
-            an.power(&mut self.series, GRID_HZ, &mut spec);
+            self.fft_breath.power(&mut self.series, GRID_HZ, &mut spec);
             if let Some(p) = spec.peak(band.0, band.1, &mut self.scratch) {
                 self.scored.push((p.snr, k, p.freq_hz));
             }
@@ -712,13 +703,7 @@ impl VitalsEstimator {
         let Some(bp) = BandPass::new(GRID_HZ, band.0, band.1) else {
             return sel;
         };
-        let prepare = |me: &mut Self, k: usize| {
-            me.prepared_series(k, len);
-            if subtract {
-                me.breath_model.subtract(&mut me.series);
-            }
-        };
-        prepare(self, best);
+        self.prepared_series(best, len);
         let mut bp_ref = std::mem::take(&mut self.bp_ref);
         let mut bp_tmp = std::mem::take(&mut self.bp_tmp);
         // Two passes (4th order each side): a strong heartbeat leaks through one 2nd-order
@@ -731,7 +716,7 @@ impl VitalsEstimator {
         let e_ref = energy(&bp_ref);
         let mut cors = Vec::with_capacity(scored.len());
         for (snr, k, _) in scored {
-            prepare(self, k);
+            self.prepared_series(k, len);
             bp.filter_series(&self.series, &mut bp_tmp);
             let mut bp_k = std::mem::take(&mut self.series);
             bp.filter_series(&bp_tmp, &mut bp_k);
@@ -866,7 +851,7 @@ impl VitalsEstimator {
             return;
         }
         if self.sel_breath.idx.is_empty() || self.sel_breath.age >= self.cfg.refit {
-            self.sel_breath = self.refit(len, BREATH_SELECT_BAND, false);
+            self.sel_breath = self.refit(len, BREATH_SELECT_BAND);
         }
         let sel = std::mem::take(&mut self.sel_breath);
         self.combine(&sel, len);
