@@ -193,6 +193,27 @@ async function wranglerWithoutLimiter() {
   return {
     base,
     log: () => log,
+    // workerd's console lines reach wrangler's output after the response does, so a check for a
+    // logged line waits for it to arrive (on the output's own data events), up to `ms`.
+    logged: (re, ms = 15_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (!re.test(log)) return false;
+          clearTimeout(timer);
+          child.stdout.off("data", check);
+          child.stderr.off("data", check);
+          resolve(log);
+          return true;
+        };
+        const timer = setTimeout(() => {
+          child.stdout.off("data", check);
+          child.stderr.off("data", check);
+          reject(new Error(`no line matching ${re} within ${ms} ms:\n${log}`));
+        }, ms);
+        if (check()) return;
+        child.stdout.on("data", check);
+        child.stderr.on("data", check);
+      }),
     stop: () => {
       try {
         process.kill(-child.pid, "SIGTERM");
@@ -212,7 +233,7 @@ test("when the limiter fails, requests are refused with 429 and Retry-After, and
       assert.match(body.detail, /one request per second/);
       assert.ok(Number(res.headers.get("retry-after")) >= 1, "Retry-After");
     }
-    assert.match(w.log(), /rate limiter unavailable/);
+    assert.match(await w.logged(/rate limiter unavailable/), /rate limiter unavailable/);
   } finally {
     w.stop();
   }
