@@ -459,6 +459,35 @@ fn parse_header(bytes: &[u8]) -> Result<u64, CatalogError> {
 }
 
 impl Catalog {
+    /// A catalog held in memory (a test's, or an account's custom connectors): lexical search
+    /// only (no embedding vectors), no input schemas, no former names. `tools` sorted by name
+    /// with each app's tools contiguous, as in a built catalog.
+    pub fn in_memory(
+        package: &str,
+        apps: Vec<App>,
+        docs: Vec<Doc>,
+        tools: Vec<Tool>,
+        index: crate::search::Index,
+    ) -> Catalog {
+        Catalog {
+            source: Source {
+                packages: vec![package.to_string()],
+                input_key: String::new(),
+            },
+            apps,
+            docs,
+            tools,
+            index,
+            app_index: Default::default(),
+            former_app_ids: Vec::new(),
+            renamed_tools: Vec::new(),
+            embedding: Default::default(),
+            tool_vectors: Vec::new(),
+            schema_offsets: Vec::new(),
+            schema_blob: Vec::new(),
+        }
+    }
+
     /// Reads and decodes an artifact written by [`Catalog::to_artifact`]. The schema blob is
     /// read into its own buffer rather than split off the file's: that copy and its page faults
     /// were a few percent of a cold start.

@@ -434,7 +434,7 @@ mod tests {
     );
 
     fn catalog(specs: &[Spec]) -> Catalog {
-        use crate::model::{App, Doc, Source};
+        use crate::model::{App, Doc};
         let mut apps = Vec::new();
         let mut docs = Vec::new();
         let mut tools = Vec::new();
@@ -504,23 +504,7 @@ mod tests {
             })
             .collect();
         let index = Index::build(&app_texts, &docs_text);
-        Catalog {
-            source: Source {
-                packages: vec!["test".into()],
-                input_key: String::new(),
-            },
-            apps,
-            docs,
-            tools,
-            index,
-            app_index: Default::default(),
-            former_app_ids: Vec::new(),
-            renamed_tools: Vec::new(),
-            embedding: Default::default(),
-            tool_vectors: Vec::new(),
-            schema_offsets: Vec::new(),
-            schema_blob: Vec::new(),
-        }
+        Catalog::in_memory("test", apps, docs, tools, index)
     }
 
     fn small() -> Catalog {

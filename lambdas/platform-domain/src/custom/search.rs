@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use catalog_core::search::{AppText, DocText, Index};
 use catalog_core::text::{self, Verb};
-use catalog_core::{App, Catalog, Doc, Method, Source, Tool};
+use catalog_core::{App, Catalog, Doc, Method, Tool};
 
 use super::{Connector, ConnectorStore, CustomTool, TOOL_PREFIX};
 use crate::apps::Hit;
@@ -121,23 +121,13 @@ fn catalog_of(connectors: &[Connector]) -> Catalog {
         });
     }
     let index = index_over(&apps, &tools);
-    Catalog {
-        source: Source {
-            packages: vec!["custom".into()],
-            input_key: String::new(),
-        },
+    Catalog::in_memory(
+        "custom",
         apps,
         docs,
-        tools: tools.into_iter().map(|(t, _)| t).collect(),
+        tools.into_iter().map(|(t, _)| t).collect(),
         index,
-        app_index: Default::default(),
-        former_app_ids: Vec::new(),
-        renamed_tools: Vec::new(),
-        embedding: Default::default(),
-        tool_vectors: Vec::new(),
-        schema_offsets: Vec::new(),
-        schema_blob: Vec::new(),
-    }
+    )
 }
 
 /// The BM25F index over the connectors' tools, read the way the catalog's are.
