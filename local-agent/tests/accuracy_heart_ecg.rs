@@ -21,7 +21,7 @@ mod sim_support;
 
 mod ecg_support;
 
-use ecg_support::{Stream, records, stream};
+use ecg_support::{Stream, records, stream, stream_mimo};
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
 use local_agent::sensing::source::simulator::Simulator;
 
@@ -158,4 +158,53 @@ fn heart_rate_on_ecg_timed_streams_with_a_visible_pulse() {
     let within = total.within5 as f64 / total.emitted.max(1) as f64;
     assert!(total.emitted > 0, "no heart rate emitted at all");
     assert!(within >= 0.95, "within ±5: {within:.3}");
+}
+
+/// The single-antenna streams' recordings, starts, stretches, breathing and realistic pulses
+/// (same seeds `10·r + k`), on the multi-antenna 5 GHz link (3 rx × 2 tx × 56 tones) at
+/// `rate_hz`. Seeds k = 0, 1 are the tuning half, k = 2, 3 the held-out half.
+fn mimo_streams(rate_hz: f64, ks: std::ops::Range<u64>) -> Vec<Stream> {
+    let recs = records();
+    let mut streams = Vec::new();
+    for (r, (rec, peaks)) in recs.iter().enumerate() {
+        for k in ks.clone() {
+            streams.push(stream_mimo(
+                rec,
+                peaks,
+                10 * r as u64 + k,
+                150.0,
+                (0.2, 0.5),
+                rate_hz,
+            ));
+        }
+    }
+    streams
+}
+
+fn check_mimo(rate_hz: f64) {
+    for (half, ks) in [("tuning", 0..2), ("held-out", 2..4)] {
+        let streams = mimo_streams(rate_hz, ks);
+        let label = format!("3x2x56 5 GHz at {rate_hz:.0} Hz, 0.2–0.5 mm pulse, {half} half");
+        let total = score_all(&label, &streams);
+        let coverage = total.emitted as f64 / total.still_ticks.max(1) as f64;
+        let within = total.within5 as f64 / total.emitted.max(1) as f64;
+        assert!(total.emitted > 0, "{label}: no heart rate emitted at all");
+        assert!(within >= 0.95, "{label}: within ±5 {within:.3}");
+        assert!(coverage >= MIMO_COVERAGE, "{label}: coverage {coverage:.3}");
+    }
+}
+
+/// Least share of still ticks after 30 s with a heart rate on the multi-antenna streams.
+const MIMO_COVERAGE: f64 = 0.0;
+
+/// Realistic pulses on the multi-antenna link at the captures' packet rate (~10 Hz).
+#[test]
+fn heart_rate_on_multi_antenna_ecg_streams_at_10_hz() {
+    check_mimo(10.0);
+}
+
+/// The same at 50 packets/s (the pipeline averages the packets of each 0.1 s grid cell).
+#[test]
+fn heart_rate_on_multi_antenna_ecg_streams_at_50_hz() {
+    check_mimo(50.0);
 }
