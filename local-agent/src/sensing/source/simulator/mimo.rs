@@ -149,7 +149,7 @@ impl MimoRadio {
         let link = room::sub(room_geo.rx, room_geo.tx);
         let rx_phase: Vec<f64> = (0..nr).map(|_| rng.random_range(0.0..TAU)).collect();
         let mut blocks = Vec::with_capacity(nr * nt);
-        for r in 0..nr {
+        for (r, &chain_phase) in rx_phase.iter().enumerate() {
             for t in 0..nt {
                 let rx_at = antenna(room_geo.rx, link, r, nr, cfg.spacing_m);
                 let tx_at = antenna(room_geo.tx, link, t, nt, cfg.spacing_m);
@@ -161,7 +161,7 @@ impl MimoRadio {
                     noise: Noise::new(noise_model, layout.indices.len()),
                     rx_at,
                     tx_at,
-                    fixed_phase: rx_phase[r],
+                    fixed_phase: chain_phase,
                     // 802.11n cyclic shift of the second stream: −400 ns.
                     csd_s: -400e-9 * t as f64,
                 });
@@ -270,14 +270,14 @@ impl MimoRadio {
             // Noise scales with the chain's AGC gain (it amplifies what it receives), not
             // with its level.
             let g = self.gains[b.r];
-            for u in 0..tones {
+            for (u, &k) in indices.iter().enumerate() {
                 let h = self.scratch[u];
                 if i == 0 {
                     first_power += h.norm_sqr();
                 }
                 let mut v = h * self.rotation[u];
                 if tilted {
-                    v *= b.noise.tilt(f64::from(indices[u]) / edge);
+                    v *= b.noise.tilt(f64::from(k) / edge);
                 }
                 let n_re: f64 = rng.sample(StandardNormal);
                 let n_im: f64 = rng.sample(StandardNormal);
