@@ -240,6 +240,10 @@ impl Link {
         // Range looks at the first block's tones (the first 64 slots of an ESP32 buffer).
         let n_range = RANGE_SUBCARRIERS.min(tones);
         let n_phase = if n_prod > 0 { n_prod } else { n_range };
+        let mut vitals = VitalsEstimator::new(cfg.vitals.clone());
+        if n_prod > 0 {
+            vitals.require_beat_agreement();
+        }
         Self {
             rate: RateTracker::new(),
             grid: UniformGrid::new(tick, cfg.max_gap_s),
@@ -248,7 +252,7 @@ impl Link {
                 ..cfg.motion.clone()
             }),
             presence: PresenceTracker::new(),
-            vitals: VitalsEstimator::new(cfg.vitals.clone()),
+            vitals,
             range: RangeEstimator::new(),
             still: StillCue::new(),
             n_sc,

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use local_agent::sensing::source::simulator::{Activity, HeartBeats, Segment, SimConfig};
+use local_agent::sensing::source::simulator::{
+    Activity, HeartBeats, MultiAntenna, NoiseModel, Segment, SimConfig,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -204,6 +206,27 @@ pub fn stream(rec: &Ecg, peaks: &[f64], seed: u64, seconds: f64, pulse_mm: (f64,
         cfg,
         beats,
     }
+}
+
+/// The same stream (beats, breathing, pulse depth all as [`stream`] draws them for `seed`) on
+/// the simulator's multi-antenna link: 3 rx × 2 tx × 56 tones at 5.2 GHz like the BreathSense
+/// captures, `rate_hz` packets/s, 34 dB (where the simulated chain-pair phase noise is the captures'; see
+/// `tests/simulator_mimo.rs`) and the measured (correlated, bursty) noise model.
+pub fn stream_mimo(
+    rec: &Ecg,
+    peaks: &[f64],
+    seed: u64,
+    seconds: f64,
+    pulse_mm: (f64, f64),
+    rate_hz: f64,
+) -> Stream {
+    let mut s = stream(rec, peaks, seed, seconds, pulse_mm);
+    s.cfg.rate_hz = rate_hz;
+    s.cfg.snr_db = 34.0;
+    s.cfg.noise = NoiseModel::measured();
+    s.cfg.antennas = Some(MultiAntenna::atheros_5ghz());
+    s.label = format!("{} [3x2x56 5 GHz, {rate_hz:.0} Hz]", s.label);
+    s
 }
 
 pub fn records() -> Vec<(Ecg, Vec<f64>)> {

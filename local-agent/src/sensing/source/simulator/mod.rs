@@ -26,6 +26,7 @@
 mod activity;
 mod channel;
 mod choreography;
+mod mimo;
 mod radio;
 mod room;
 mod scenes;
@@ -33,6 +34,7 @@ mod vitals;
 
 pub use activity::{Activity, BodyAction, Posture};
 pub use channel::{SUBCARRIER_SPACING_HZ, channel_centre_hz};
+pub use mimo::MultiAntenna;
 pub use radio::{AgcModel, NoiseModel};
 pub use room::{Room, Vec3};
 pub use scenes::{scene, scene_names};
@@ -136,6 +138,11 @@ pub struct SimConfig {
     pub packet_loss: f64,
     /// Geometry of the link, furniture and door.
     pub room: Room,
+    /// A multi-antenna receiver instead of the single-chain ESP32 (see [`MultiAntenna`]):
+    /// frames then hold `rx · tx` blocks of 56 tones on its 5 GHz channel, and `subcarriers`,
+    /// `channel`, `agc` and `amplitude_rms` are replaced by its own. `None` keeps the ESP32
+    /// (frames bit-identical to before the option existed).
+    pub antennas: Option<MultiAntenna>,
 }
 
 impl Default for SimConfig {
@@ -162,6 +169,7 @@ impl Default for SimConfig {
             timestamp_jitter_s: 0.0,
             packet_loss: 0.0,
             room: Room::default(),
+            antennas: None,
         }
     }
 }
@@ -241,6 +249,7 @@ const STREAM_PERSON: u64 = 2;
 const STREAM_RADIO: u64 = 3;
 const STREAM_TIMING: u64 = 4;
 const STREAM_NOISE: u64 = 5;
+const STREAM_MIMO: u64 = 6;
 
 /// Relative amplitude of the body's reflection per posture: an upright body shows the link
 /// more cross-section than a curled-up or flat one.
@@ -293,6 +302,8 @@ struct BodyFrame {
     /// along more than one path, each moving differently as the person walks.
     echoes: [Scatterer; 3],
     los_factor: f64,
+    /// Chest position, for the per-antenna path differences of a multi-antenna receiver.
+    chest: Vec3,
 }
 
 /// Plays a [`SimConfig`]: one frame per packet, each with its ground truth. Also an
@@ -321,6 +332,8 @@ pub struct Simulator {
     /// Per distinct frequency, reused between frames.
     channel_scratch: Vec<Complex64>,
     rotation_scratch: Vec<Complex64>,
+    /// The multi-antenna receiver, when configured.
+    mimo: Option<mimo::MimoRadio>,
 }
 
 impl Simulator {
@@ -337,8 +350,14 @@ impl Simulator {
         let mut radio_rng = stream(STREAM_RADIO);
         let timing_rng = stream(STREAM_TIMING);
         let noise_rng = stream(STREAM_NOISE);
-        let layout = Layout::new(config.subcarriers);
-        let centre_hz = channel_centre_hz(config.channel);
+        let layout = match &config.antennas {
+            Some(_) => mimo::ht20_tones(),
+            None => Layout::new(config.subcarriers),
+        };
+        let centre_hz = config
+            .antennas
+            .as_ref()
+            .map_or_else(|| channel_centre_hz(config.channel), |a| a.centre_hz);
         let static_channel =
             StaticChannel::new(&layout, centre_hz, config.room.los_m(), &mut room_rng);
         let mut end = 0.0;
@@ -373,6 +392,15 @@ impl Simulator {
         };
         let creep = Creep::new(&mut radio_rng);
         let distinct = layout.indices.len();
+        let mimo = config.antennas.as_ref().map(|a| {
+            mimo::MimoRadio::new(
+                a,
+                &config.noise,
+                &config.room,
+                &layout,
+                &mut stream(STREAM_MIMO),
+            )
+        });
         Self {
             wavelength_m: channel::C_M_S / centre_hz,
             total_s: end,
@@ -394,6 +422,7 @@ impl Simulator {
             timing_rng,
             channel_scratch: vec![Complex64::new(0.0, 0.0); distinct],
             rotation_scratch: vec![Complex64::new(0.0, 0.0); distinct],
+            mimo,
             config,
         }
     }
@@ -412,6 +441,11 @@ impl Simulator {
     pub fn next_frame(&mut self) -> Option<(CsiFrame, GroundTruth)> {
         let (t_s, dt, kinematics) = self.advance()?;
         let (body, mut truth) = self.body_step(t_s, dt, &kinematics);
+        if self.mimo.is_some() {
+            let (frame, gain) = self.mimo_step(t_s, dt, &body)?;
+            truth.agc_gain = gain;
+            return Some((frame, truth));
+        }
         let (csi, gain, rssi_dbm) = self.radio_step(dt, &body);
         truth.agc_gain = gain;
         let frame = CsiFrame {
@@ -629,8 +663,55 @@ impl Simulator {
             } else {
                 1.0
             },
+            chest,
         };
         (frame, truth)
+    }
+
+    /// A multi-antenna packet (see [`MultiAntenna`]): the frame and its mean chain gain.
+    fn mimo_step(&mut self, t_s: f64, dt: f64, body: &BodyFrame) -> Option<(CsiFrame, f64)> {
+        let creep = self.creep.step(dt, &mut self.radio_rng) * 0.5;
+        let scatterers: Vec<(f64, f64)> = [body.torso, body.limbs]
+            .into_iter()
+            .chain(body.extremities)
+            .chain(body.echoes)
+            .map(|s| (s.amplitude, s.path_m))
+            .collect();
+        let paths = mimo::BodyPaths {
+            scatterers: &scatterers,
+            shadow: body.los_factor - 1.0,
+            chest: body.chest,
+        };
+        let (radio, cfg) = (self.mimo.as_mut()?, self.config.antennas.as_ref()?);
+        let (csi, gain, relative_power) = radio.packet(
+            cfg,
+            &self.config.noise,
+            self.config.snr_db,
+            self.config.phase_offsets,
+            &self.config.room,
+            &self.layout,
+            &paths,
+            creep,
+            dt,
+            &mut self.radio_rng,
+            &mut self.noise_rng,
+        );
+        let rssi_noise: f64 = self.radio_rng.sample(StandardNormal);
+        let rssi = -52.0 + 10.0 * relative_power.max(1e-6).log10() + rssi_noise;
+        let frame = CsiFrame {
+            node_id: self.config.node_id.clone(),
+            t_s,
+            rssi_dbm: Some(rssi.round().clamp(-127.0, 0.0) as i16),
+            channel: Some(cfg.channel),
+            format: WireFormat::Simulator,
+            csi,
+            shape: crate::sensing::csi::CsiShape {
+                rx: cfg.rx.max(1),
+                tx: cfg.tx.max(1),
+                bandwidth_mhz: Some(20),
+            },
+        };
+        Some((frame, gain))
     }
 
     /// Synthesises the received buffer: channel, then receiver impairments.
