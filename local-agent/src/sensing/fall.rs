@@ -134,7 +134,7 @@ pub struct FallConfig {
     /// The burst is the largest sample in this many seconds before the last movement.
     pub impact_peak_s: f64,
     /// Fast motion the episode must end in: the high-frequency burst energy (see
-    /// [`FallMonitor::high_band`]) over the `hf_window_s` before the motion stopped, in units of
+    /// `FallMonitor::high_band`) over the `hf_window_s` before the motion stopped, in units of
     /// the stillness floor. 0 turns the check off.
     pub impact_hf: f64,
     /// The frequency that counts as fast, as the ratio of second to first packet differences a
