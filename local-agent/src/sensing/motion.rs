@@ -789,24 +789,32 @@ impl BurstMeter {
         if self.last_packet.len() == amp.len() {
             let mut num = 0.0f32;
             let mut den = 0.0f32;
-            for (p, a) in self.last_packet.iter().zip(amp) {
-                if *a > 0.0 && *p > 0.0 {
-                    num += (a - p).abs();
-                    den += a;
+            let mut num2 = 0.0f32;
+            let second = self.packet_before.len() == amp.len();
+            if second {
+                // One pass for both differences (the first's sums keep their order).
+                for ((q, p), a) in self.packet_before.iter().zip(&self.last_packet).zip(amp) {
+                    let ok = *a > 0.0 && *p > 0.0;
+                    num += if ok { (a - p).abs() } else { 0.0 };
+                    den += if ok { *a } else { 0.0 };
+                    num2 += if ok && *q > 0.0 {
+                        (a - 2.0 * p + q).abs()
+                    } else {
+                        0.0
+                    };
+                }
+            } else {
+                for (p, a) in self.last_packet.iter().zip(amp) {
+                    if *a > 0.0 && *p > 0.0 {
+                        num += (a - p).abs();
+                        den += a;
+                    }
                 }
             }
             if den > 0.0 && num.is_finite() {
                 self.fast_sum += num / den;
                 self.fast_n += 1;
-            }
-            if self.packet_before.len() == amp.len() {
-                let mut num2 = 0.0f32;
-                for ((q, p), a) in self.packet_before.iter().zip(&self.last_packet).zip(amp) {
-                    if *a > 0.0 && *p > 0.0 && *q > 0.0 {
-                        num2 += (a - 2.0 * p + q).abs();
-                    }
-                }
-                if den > 0.0 && num2.is_finite() {
+                if second && num2.is_finite() {
                     self.fast2_sum += num2 / den;
                     self.fast2_n += 1;
                 }
