@@ -19,20 +19,18 @@ const TUNING: std::ops::RangeInclusive<u64> = 1..=40;
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=10;
 /// Seeds never looked at while tuning: the scored numbers in the README come from these.
 const UNSEEN: [std::ops::RangeInclusive<u64>; 2] = [101..=130, 201..=230];
-// Bounds at the measured figures (2026-11-26), so a regression fails; the targets (≥ 9 of 10
-// falls, no false alert) are not met and the README says so.
+// Bounds at the measured figures of the high-band rule (2026-11-26), so a regression fails.
+// Met: no fall alert after lying down or walking out (0, tuning and unseen). Not met, so held at
+// the measured figure (the README says so): falls 34/40 tuning and 47/60 unseen (target 9 of
+// 10), alerts after a hard sit 3/40 and 7/60 (target none).
 const FALLS_TUNED: usize = 34;
-const SITFAST_BOUND: usize = 16;
-const LIEBED_BOUND: usize = 1;
-const LEAVE_BOUND: usize = 3;
-const UNSEEN_FALLS: usize = 54;
-const UNSEEN_SITFAST: usize = 37;
-const UNSEEN_LIEBED: usize = 1;
-const UNSEEN_LEAVE: usize = 4;
+const SITFAST_BOUND: usize = 3;
+const UNSEEN_FALLS: usize = 47;
+const UNSEEN_SITFAST: usize = 7;
 
 struct Run {
     alarms: Vec<AlarmEntry>,
-    /// The same estimates through the stricter rule of issue 19 (`candidate_rule`).
+    /// The same estimates through the more sensitive setting (`candidate_rule`).
     candidate: Vec<AlarmEntry>,
     /// Scene time of the first ground-truth impact sample.
     impact_t: Option<f64>,
@@ -43,7 +41,7 @@ fn run(scene: &str, seed: u64) -> Run {
     let mut sim = Simulator::new(cfg);
     let mut p = Pipeline::new(PipelineConfig::default());
     let mut m = FallMonitor::new(FallConfig::default());
-    let mut old = FallMonitor::new(candidate_rule());
+    let mut cand = FallMonitor::new(candidate_rule());
     let mut alarms = Vec::new();
     let mut candidate = Vec::new();
     let mut impact_t = None;
@@ -59,7 +57,7 @@ fn run(scene: &str, seed: u64) -> Run {
             if let Some(a) = m.observe(frame.t_s, &e) {
                 alarms.push(a);
             }
-            if let Some(a) = old.observe(frame.t_s, &e) {
+            if let Some(a) = cand.observe(frame.t_s, &e) {
                 candidate.push(a);
             }
         }
@@ -71,16 +69,17 @@ fn run(scene: &str, seed: u64) -> Run {
     }
 }
 
-/// The stricter impact rule tuned for issue 19 on seeds 1–40 and the tuning days (21–22): the
-/// largest burst in the second before the motion ended at 2.4 × the stillness floor, the motion
-/// gone within 0.5 s of it, and 1.5 × the median motion of the 5 s before it. Not the default:
-/// it raises one false alert in the scored whole day (`accuracy_day`, seed 23).
+/// The most sensitive setting of the high-band check that met 9 of 10 falls on the tuning seeds
+/// (37/40, sit-fast 10/40): burst 1.9 × the floor, high-band energy 0.7 × the floor above
+/// ~19 Hz (cut 1.2) over the second before the stop. Not the default: it buys 3 of 40 tuning
+/// falls with 7 more alerts after a hard sit, and the default's neighbourhood on the tuning
+/// sweep was steadier. Both were fixed before the unseen seeds were scored, once.
 fn candidate_rule() -> FallConfig {
     FallConfig {
-        impact_ratio: 2.4,
-        impact_lead: 1.5,
-        impact_peak_s: 1.05,
-        impact_drop_s: 0.55,
+        impact_ratio: 1.9,
+        impact_hf: 0.7,
+        hf_cut: 1.2,
+        hf_window_s: 1.0,
         ..FallConfig::default()
     }
 }
@@ -140,10 +139,10 @@ fn detected_by(runs: &[(u64, Run)], candidate: bool) -> (Vec<u64>, Vec<f64>) {
     (seeds, latencies)
 }
 
-/// Tuning seeds 1–40: the thresholds were chosen on these (and the day's transitions, capped and
-/// whole, seeds 21–22). Measured (2026-11-26): 30 of 40, missed 1, 3, 7, 19, 23, 25, 35, 36, 37
-/// and 38 (37 never shows the fall at all: its walk and drop stay within 1.8× the floor, a
-/// coverage gap).
+/// Tuning seeds 1–40: the thresholds were chosen on these (`tests/diag_fall.rs` sweeps them).
+/// Measured (2026-11-26): 34 of 40, missed 11, 18, 25, 26, 36, 37 (37 never shows the fall at
+/// all: its walk and drop stay within 1.8× the floor, a coverage gap; 11 and 18 land with little
+/// energy above the cut).
 #[test]
 fn falls_are_detected_within_the_stillness_delay_plus_5_s() {
     let runs = runs_over("fall", TUNING);
@@ -188,10 +187,10 @@ fn fall_alerts_on_tuning_seeds(scene: &str) -> Vec<u64> {
     falls
 }
 
-/// Target: none. The hard landing on a chair and a fall end alike in these estimates (see
-/// `FallMonitor`'s notes); measured on the tuning seeds: 16 of 40 (the candidate rule: 2, seeds
-/// 10 and 15). Before the scene's walk was lengthened, the landing fell inside the monitor's
-/// 20 s start-up and this test ("0 of 10") could not fail.
+/// Target: none. A hard landing on a chair ends in a burst as large as a fall's; the high-band
+/// check tells most apart (see `FallMonitor`'s notes). Measured on the tuning seeds: 3 of 40
+/// (9, 15, 27; 16 of 40 before the check). Before the scene's walk was lengthened, the landing
+/// fell inside the monitor's 20 s start-up and this test ("0 of 10") could not fail.
 #[test]
 fn sitting_down_fast_rarely_raises_a_fall_alert() {
     let falls = fall_alerts_on_tuning_seeds("sit-fast");
@@ -199,18 +198,17 @@ fn sitting_down_fast_rarely_raises_a_fall_alert() {
 }
 
 #[test]
-fn lying_down_slowly_on_the_bed_rarely_raises_a_fall_alert() {
+fn lying_down_slowly_on_the_bed_raises_no_fall_alert() {
     let falls = fall_alerts_on_tuning_seeds("lie-bed");
-    assert!(falls.len() <= LIEBED_BOUND, "{falls:?}");
+    assert!(falls.is_empty(), "{falls:?}");
 }
 
-/// Target: none. Measured 3 of 40 (9, 27, 29: the last steps out of the door end in a burst as
-/// large as an impact); the candidate rule, which wants the burst to stand out from the walk
-/// before it, raises none.
+/// Target: none. Measured 0 of 40 (3 of 40 before the high-band check: the last steps out of
+/// the door end in a burst as large as an impact, but at walking frequencies).
 #[test]
-fn leaving_the_room_rarely_raises_a_fall_alert() {
+fn leaving_the_room_raises_no_fall_alert() {
     let falls = fall_alerts_on_tuning_seeds("leave");
-    assert!(falls.len() <= LEAVE_BOUND, "{falls:?}");
+    assert!(falls.is_empty(), "{falls:?}");
 }
 
 #[test]
@@ -248,12 +246,13 @@ fn breathing_that_stops_raises_no_breathing_within_the_delay_plus_5_s() {
 /// Scored on 60 seeds the thresholds never saw (the README's numbers): 101–130 and 201–230.
 /// Target: falls detected within the stillness delay + 5 s in ≥ 9 of 10, no fall alert after
 /// sitting down hard, lying down slowly or walking out, and no no-breathing alarm. **Measured
-/// 2026-11-26 (default rule): falls 54 of 60 (90 %; missed 112, 115, 117, 125, 212, 215); fall
-/// alerts after sit-fast 37/60, lie-bed 1/60, leave 4/60; no no-breathing alarm.** The candidate
-/// rule on the same runs: falls 50/60, sit-fast 11/60, lie-bed 1/60, leave 0/60. The false-alert
-/// target is not met by either; the bounds hold the default's measured figures. (The candidate
-/// was scored twice: at a burst ratio of 2.0, then at 2.4 after the scored whole day alerted at a
-/// desk sit-down; 2.4 was chosen on the tuning seeds' days and changed only lie-bed, 2 → 1.)
+/// 2026-11-26, scored once (high-band rule, the default): falls 47 of 60 (78 %; missed 104,
+/// 106, 112, 115, 117, 120, 125, 201, 212, 215, 218, 224, 225); fall alerts after sit-fast
+/// 7/60, lie-bed 0/60, leave 0/60; no no-breathing alarm.** The sensitive setting
+/// (`candidate_rule`) on the same runs: falls 52/60, sit-fast 23/60, lie-bed 0/60, leave 0/60.
+/// Before the check (burst ratio alone, 2.3): falls 54/60, sit-fast 37/60, lie-bed 1/60, leave
+/// 4/60. The fall target (9 of 10) and the sit-fast target (none) are not met; the bounds hold
+/// the default's measured figures.
 #[test]
 fn falls_on_unseen_seeds() {
     let seeds = || UNSEEN.iter().flat_map(|r| r.clone());
@@ -266,12 +265,14 @@ fn falls_on_unseen_seeds() {
         falls.len(),
         FallConfig::default().fallen_after_s + 5.0
     );
-    let (old_hit, _) = detected_by(&falls, true);
+    let (cand_hit, _) = detected_by(&falls, true);
     println!(
         "unseen falls, candidate rule: detected {}/{}, missed {:?}",
-        old_hit.len(),
+        cand_hit.len(),
         falls.len(),
-        seeds().filter(|k| !old_hit.contains(k)).collect::<Vec<_>>()
+        seeds()
+            .filter(|k| !cand_hit.contains(k))
+            .collect::<Vec<_>>()
     );
     let mut false_alarms = Vec::new();
     for scene in ["sit-fast", "lie-bed", "leave"] {
@@ -284,10 +285,10 @@ fn falls_on_unseen_seeds() {
             runs.len(),
             nb.len()
         );
-        let old = alarmed_by(&runs, FallAlarm::Fall, true);
+        let cand = alarmed_by(&runs, FallAlarm::Fall, true);
         println!(
-            "unseen {scene}, candidate rule: fall alerts in {}/{} runs {old:?}",
-            old.len(),
+            "unseen {scene}, candidate rule: fall alerts in {}/{} runs {cand:?}",
+            cand.len(),
             runs.len()
         );
         false_alarms.push((scene, fall_alerts.len(), nb.len()));
@@ -301,8 +302,8 @@ fn falls_on_unseen_seeds() {
     for (scene, fall_alerts, nb) in false_alarms {
         let bound = match scene {
             "sit-fast" => UNSEEN_SITFAST,
-            "lie-bed" => UNSEEN_LIEBED,
-            _ => UNSEEN_LEAVE,
+            // lie-bed and leave: the target (none) is met.
+            _ => 0,
         };
         assert!(fall_alerts <= bound, "{scene}: {fall_alerts} fall alerts");
         assert_eq!(nb, 0, "{scene}: no-breathing alarms");

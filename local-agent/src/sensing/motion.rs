@@ -696,7 +696,7 @@ impl MotionDetector {
 
     /// The largest unsmoothed block value since the previous call, then forgets it (the fall
     /// monitor's impact measure).
-    pub fn take_peak(&mut self) -> f32 {
+    pub fn take_peak(&mut self) -> (f32, f32) {
         self.burst.take_peak()
     }
 }
@@ -727,8 +727,14 @@ struct BurstMeter {
     block_len: usize,
     block_n: usize,
     peak: f32,
+    /// The second-difference measure of the peak block (see [`BurstMeter::push`]).
+    peak_d2: f32,
     last_packet: Vec<f32>,
+    /// The packet before `last_packet`.
+    packet_before: Vec<f32>,
     fast_sum: f32,
+    fast2_sum: f32,
+    fast2_n: u32,
     fast_n: u32,
 }
 
@@ -740,8 +746,12 @@ impl Default for BurstMeter {
             block_len: 1,
             block_n: 0,
             peak: 0.0,
+            peak_d2: 0.0,
             last_packet: Vec::new(),
+            packet_before: Vec::new(),
             fast_sum: 0.0,
+            fast2_sum: 0.0,
+            fast2_n: 0,
             fast_n: 0,
         }
     }
@@ -757,8 +767,11 @@ impl BurstMeter {
     fn break_continuity(&mut self) {
         self.prev.clear();
         self.last_packet.clear();
+        self.packet_before.clear();
         self.fast_sum = 0.0;
         self.fast_n = 0;
+        self.fast2_sum = 0.0;
+        self.fast2_n = 0;
         self.block_n = 0;
         self.sum.iter_mut().for_each(|s| *s = 0.0);
     }
@@ -776,17 +789,38 @@ impl BurstMeter {
         if self.last_packet.len() == amp.len() {
             let mut num = 0.0f32;
             let mut den = 0.0f32;
-            for (p, a) in self.last_packet.iter().zip(amp) {
-                if *a > 0.0 && *p > 0.0 {
-                    num += (a - p).abs();
-                    den += a;
+            let mut num2 = 0.0f32;
+            let second = self.packet_before.len() == amp.len();
+            if second {
+                // One pass for both differences (the first's sums keep their order).
+                for ((q, p), a) in self.packet_before.iter().zip(&self.last_packet).zip(amp) {
+                    let ok = *a > 0.0 && *p > 0.0;
+                    num += if ok { (a - p).abs() } else { 0.0 };
+                    den += if ok { *a } else { 0.0 };
+                    num2 += if ok && *q > 0.0 {
+                        (a - 2.0 * p + q).abs()
+                    } else {
+                        0.0
+                    };
+                }
+            } else {
+                for (p, a) in self.last_packet.iter().zip(amp) {
+                    if *a > 0.0 && *p > 0.0 {
+                        num += (a - p).abs();
+                        den += a;
+                    }
                 }
             }
             if den > 0.0 && num.is_finite() {
                 self.fast_sum += num / den;
                 self.fast_n += 1;
+                if second && num2.is_finite() {
+                    self.fast2_sum += num2 / den;
+                    self.fast2_n += 1;
+                }
             }
         }
+        std::mem::swap(&mut self.packet_before, &mut self.last_packet);
         self.last_packet.clear();
         self.last_packet.extend_from_slice(amp);
         self.block_n += 1;
@@ -814,14 +848,27 @@ impl BurstMeter {
             return;
         }
         if self.fast_n > 0 {
-            self.peak = self.peak.max(self.fast_sum / self.fast_n as f32);
+            let v = self.fast_sum / self.fast_n as f32;
+            if v > self.peak {
+                self.peak = v;
+                self.peak_d2 = if self.fast2_n > 0 {
+                    self.fast2_sum / self.fast2_n as f32
+                } else {
+                    0.0
+                };
+            }
         }
         self.fast_sum = 0.0;
         self.fast_n = 0;
+        self.fast2_sum = 0.0;
+        self.fast2_n = 0;
     }
 
-    fn take_peak(&mut self) -> f32 {
-        std::mem::take(&mut self.peak)
+    fn take_peak(&mut self) -> (f32, f32) {
+        (
+            std::mem::take(&mut self.peak),
+            std::mem::take(&mut self.peak_d2),
+        )
     }
 }
 
@@ -928,5 +975,32 @@ mod tests {
         }
         assert!(md.motion_value().is_finite());
         assert!(md.score().is_finite());
+    }
+
+    #[test]
+    fn the_burst_measure_reads_the_frequency_of_the_fluctuation() {
+        // A fluctuation at f Hz sampled at 100 packets/s: second over first difference is
+        // 2·sin(π f / 100) (mean |Δ²| / mean |Δ| of a sinusoid), whatever its amplitude.
+        for (f_hz, depth) in [(5.0f64, 0.05f64), (15.0, 0.2), (35.0, 0.02)] {
+            let mut b = BurstMeter::default();
+            b.set_rate(100.0);
+            for i in 0..300 {
+                let t = f64::from(i) / 100.0;
+                let a: Vec<f32> = (0..32)
+                    .map(|k| {
+                        let ph = 0.3 * f64::from(k);
+                        (1.0 + depth * (std::f64::consts::TAU * f_hz * t + ph).sin()) as f32
+                    })
+                    .collect();
+                b.push(&a);
+            }
+            let (d1, d2) = b.take_peak();
+            let want = 2.0 * (std::f64::consts::PI * f_hz / 100.0).sin();
+            let got = f64::from(d2 / d1);
+            assert!(
+                (got - want).abs() < 0.1 * want,
+                "{f_hz} Hz: {got} vs {want}"
+            );
+        }
     }
 }

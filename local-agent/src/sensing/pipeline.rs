@@ -91,6 +91,11 @@ pub struct Estimates {
     /// smoothed for display and presence; this keeps the short burst of a fall's impact for the
     /// fall monitor.
     pub motion_burst: f64,
+    /// The same block's mean packet-to-packet *second* difference (relative to the mean
+    /// amplitude). Its ratio to `motion_burst` is a frequency: 2·sin(π f / rate) for a
+    /// fluctuation at f Hz, so it reads how fast the reflecting body moves (the Doppler of the
+    /// paths) whatever its distance to the link.
+    pub motion_burst_d2: f64,
     /// Seconds of still data the vitals window of the most advanced present link holds (a rate
     /// needs a full window: `VitalsConfig::breath_min_window` grid samples).
     pub still_s: f64,
@@ -161,6 +166,7 @@ struct LinkView {
     range_snr: Option<f64>,
     calibration: CalibrationStatus,
     burst: f64,
+    burst_d2: f64,
     still_s: f64,
     wave: Option<std::sync::Arc<[f32]>>,
     wave_snr: f64,
@@ -444,7 +450,8 @@ impl Link {
             self.done = done;
             return;
         }
-        let burst = f64::from(self.motion.take_peak());
+        let (burst, burst_d2) = self.motion.take_peak();
+        let (burst, burst_d2) = (f64::from(burst), f64::from(burst_d2));
         let b = self.vitals.breathing;
         let still_cue = self.still.on_tick(
             self.vitals.breath_cue(),
@@ -491,6 +498,7 @@ impl Link {
             range_snr: self.range.strength.filter(|_| present),
             calibration: self.motion.calibration(),
             burst,
+            burst_d2,
             still_s: self.vitals.still_samples() as f64 * tick_s,
             wave: self.vitals.breathing_wave.clone(),
             wave_snr: b.snr.unwrap_or(0.0),
@@ -654,7 +662,10 @@ impl Pipeline {
             e.present |= v.present;
             e.moving |= v.moving;
             e.motion = e.motion.max(v.motion);
-            e.motion_burst = e.motion_burst.max(v.burst);
+            if v.burst > e.motion_burst {
+                e.motion_burst = v.burst;
+                e.motion_burst_d2 = v.burst_d2;
+            }
             e.breathing_strength = max_opt(e.breathing_strength, v.breathing_snr);
             e.heart_strength = max_opt(e.heart_strength, v.heart_snr);
             e.range_strength = max_opt(e.range_strength, v.range_snr);
