@@ -169,6 +169,15 @@ enum AlertCommand {
     Test,
 }
 
+/// The fall monitor's impact rule (`--fall-rule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FallRule {
+    /// The size of the burst at the end of a motion episode (the default).
+    Burst,
+    /// The burst must also hold fast motion (above ~25 Hz at 100 packets/s).
+    FastMotion,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum AwayArg {
     On,
@@ -232,6 +241,11 @@ struct RunArgs {
     /// Seconds of stillness after an impact before the fall monitor reports `fallen`.
     #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
     fall_stillness_s: f64,
+    /// The impact rule: `burst` (default: the size of the burst at the end of a motion episode) or
+    /// `fast-motion` (the burst must also hold motion above ~25 Hz: fewer alerts after sitting
+    /// down hard, more missed falls; see the README's Accuracy section).
+    #[arg(long, value_enum, default_value_t = FallRule::Burst, value_name = "RULE")]
+    fall_rule: FallRule,
     /// Seconds without breathing, after a reliably tracked breathing is lost (someone present and
     /// still), before `no_breathing`.
     #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
@@ -447,7 +461,10 @@ fn run(args: RunArgs) -> Result<(), CliError> {
             fall: FallConfig {
                 fallen_after_s: args.fall_stillness_s,
                 no_breath_after_s: args.no_breath_s,
-                ..FallConfig::default()
+                ..match args.fall_rule {
+                    FallRule::Burst => FallConfig::default(),
+                    FallRule::FastMotion => FallConfig::fast_motion(),
+                }
             },
             // Fall, no-breathing and anomaly alerts go through the same durable outbox.
             alerts: SharedSink(alerts.sink()),

@@ -102,6 +102,15 @@ fn bad_usage_fails_clearly() {
     let out = run_to_end(&["run", "--port", "99999"]);
     assert_eq!(out.status.code(), Some(2));
 
+    // An unknown fall rule names the ones there are.
+    let out = run_to_end(&["run", "--fall-rule", "sometimes"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("burst") && stderr.contains("fast-motion"),
+        "{stderr}"
+    );
+
     let out = run_to_end(&["replay", "x", "--window-s", "0"]);
     assert_eq!(out.status.code(), Some(1));
 }
