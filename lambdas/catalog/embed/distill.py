@@ -59,8 +59,9 @@ def gelu(x):
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
 
 
-def encode(ids, w, config):
-    """Mean-pooled last hidden state of each row of `ids` (no padding: equal lengths)."""
+def encode(ids, w, config, mask=None):
+    """Mean-pooled last hidden state of each row of `ids`. `mask` (1 for a token, 0 for
+    padding) lets rows of different lengths share a batch; without it rows are equal length."""
     heads = config["num_attention_heads"]
     hidden = config["hidden_size"]
     hd = hidden // heads
@@ -84,6 +85,8 @@ def encode(ids, w, config):
         k = lin(x, "attention.self.key").reshape(batch, length, heads, hd).transpose(0, 2, 1, 3)
         v = lin(x, "attention.self.value").reshape(batch, length, heads, hd).transpose(0, 2, 1, 3)
         scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hd)
+        if mask is not None:
+            scores = scores + ((1.0 - mask) * -1e9)[:, None, None, :]
         scores = scores - scores.max(-1, keepdims=True)
         att = np.exp(scores)
         att = att / att.sum(-1, keepdims=True)
@@ -99,11 +102,13 @@ def encode(ids, w, config):
             w[p + "output.LayerNorm.weight"],
             w[p + "output.LayerNorm.bias"],
         )
-    return x.mean(1)
+    if mask is None:
+        return x.mean(1)
+    return (x * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
 
 
-def main(out_path):
-    w, tokenizer, config = load_model()
+def piece_vectors(w, tokenizer, config):
+    """Each vocabulary piece through the transformer alone: (pieces in id order, vectors)."""
     vocab = tokenizer["model"]["vocab"]
     tokens = sorted(vocab, key=vocab.get)
     cls, sep = vocab["[CLS]"], vocab["[SEP]"]
@@ -114,10 +119,17 @@ def main(out_path):
         )
         vectors[start : start + len(ids)] = encode(ids, w, config)
         print(f"{start + len(ids)}/{len(tokens)}", file=sys.stderr)
-    # PCA: centre, keep the main directions.
-    centred = vectors - vectors.mean(0, keepdims=True)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    reduced = centred @ vt[:DIMS].T
+    return tokens, vectors
+
+
+def pca(vectors):
+    """The centre and the main `DIMS` directions (rows) of `vectors`."""
+    mean = vectors.mean(0, keepdims=True)
+    _, _, vt = np.linalg.svd(vectors - mean, full_matrices=False)
+    return mean, vt[:DIMS]
+
+
+def write(out_path, tokens, reduced):
     with open(out_path, "wb") as f:
         f.write(b"PSEMB01\0")
         f.write(struct.pack("<II", len(tokens), DIMS))
@@ -130,6 +142,13 @@ def main(out_path):
             f.write(struct.pack("<f", scale))
             f.write(np.round(row / scale * 127).astype(np.int8).tobytes())
     print(f"wrote {out_path}: {len(tokens)} tokens x {DIMS}", file=sys.stderr)
+
+
+def main(out_path):
+    w, tokenizer, config = load_model()
+    tokens, vectors = piece_vectors(w, tokenizer, config)
+    mean, components = pca(vectors)
+    write(out_path, tokens, (vectors - mean) @ components.T)
 
 
 if __name__ == "__main__":

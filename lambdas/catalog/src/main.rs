@@ -120,6 +120,43 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        "texts" => {
+            // One JSON line per tool: the text a sentence encoder reads (operation name in
+            // words, then the description) and the words the build embeds for the tool's
+            // vector (stop words dropped), for `embed/tokenlearn.py`.
+            let catalog = match catalog_core::Catalog::load(&out) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            for t in &catalog.tools {
+                let name = t.operation_id.clone().unwrap_or_else(|| {
+                    t.name
+                        .split_once('.')
+                        .map_or(t.name.as_str(), |(_, op)| op)
+                        .to_string()
+                });
+                let name_words = catalog_core::text::words(&name);
+                let words: Vec<String> = name_words
+                    .iter()
+                    .cloned()
+                    .chain(catalog_core::text::words(&t.description))
+                    .filter(|w| !catalog_core::text::is_stop_word(w))
+                    .collect();
+                let text = if t.description.is_empty() {
+                    name_words.join(" ")
+                } else {
+                    format!("{}. {}", name_words.join(" "), t.description)
+                };
+                println!(
+                    "{}",
+                    serde_json::json!({"tool": t.name, "text": text, "words": words})
+                );
+            }
+            ExitCode::SUCCESS
+        }
         "apps" => {
             let catalog = match catalog_core::Catalog::load(&out) {
                 Ok(c) => c,
@@ -232,7 +269,7 @@ fn main() -> ExitCode {
         }
         other => {
             eprintln!(
-                "usage: catalog [build|rebuild|stats|apps|tools PREFIX|search QUERY [APP]|eval [tune|test]] (got {other:?})"
+                "usage: catalog [build|rebuild|stats|apps|tools PREFIX|texts|search QUERY [APP]|eval [tune|test]] (got {other:?})"
             );
             ExitCode::from(2)
         }
