@@ -13,12 +13,13 @@ tool: the operation name in words and its description for the transformer, the w
 embeds for the student). The evaluation's requests are not used.
 
 Usage (after `catalog build` with any embedding; see README.md):
-    catalog texts > texts.jsonl
-    python3 lambdas/catalog/embed/tokenlearn.py texts.jsonl lambdas/catalog/embed/static-minilm.bin
+    catalog texts > /tmp/texts.jsonl
+    python3 lambdas/catalog/embed/tokenlearn.py /tmp/texts.jsonl lambdas/catalog/embed/static-minilm.bin
 """
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -199,6 +200,9 @@ def main():
     texts = texts[: args.sentences]
     words = [seen[t] for t in texts]
     print(f"corpus: {len(texts)} of {len(seen)} distinct tool texts", file=sys.stderr)
+
+    if args.cache:
+        os.makedirs(args.cache, exist_ok=True)
 
     def cached(name, compute):
         if args.cache:
