@@ -497,7 +497,6 @@ impl VitalsEstimator {
         self.waveform.clear();
     }
 
-    /// Still grid samples available (the analysis window never spans motion).
     /// Turns off the spectral-only way to a heart rate ([`STRONG_HEART_SNR`]): every heart rate
     /// then needs a regular beat train that agrees with the spectral peak. For links whose
     /// series are chain-pair phases at 5 GHz: there a deep breath swings the body path by
@@ -510,6 +509,7 @@ impl VitalsEstimator {
         self.beats_required = true;
     }
 
+    /// Still grid samples available (the analysis window never spans motion).
     pub fn still_samples(&self) -> usize {
         self.still.min(self.count)
     }
