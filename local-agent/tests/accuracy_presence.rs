@@ -96,20 +96,34 @@ fn a_still_person_stays_present_for_ten_minutes() {
     assert!(share >= 0.99, "present on {share:.4}");
 }
 
-/// Eight further seeds nobody looked at while tuning (53–60). Reported in the README next to
-/// the seeds; the bound holds the measured figure so a regression fails.
+/// Eight further seeds nobody looked at while tuning (53–60). Measured 0.9933 (2026-11-26, seed
+/// 58 0.946, the others 1.000) since a short motion fragment at the end of a walk-in arms the
+/// still bridge (`sensing::presence::EPISODE_GAP_S`, found on tuning seeds 61–100; 0.9878
+/// before, seed 53 0.956). The target is asserted.
 #[test]
 fn a_still_person_stays_present_on_unseen_seeds() {
     let results = still_ten_minutes(&[53, 54, 55, 56, 57, 58, 59, 60]);
     let (share, n) = present_share("unseen seeds 53-60", &results);
     assert!(n > 40_000, "the person never sat down");
-    assert!(share >= UNSEEN_BOUND, "present on {share:.4}");
+    assert!(share >= 0.99, "present on {share:.4}");
 }
 
-/// See `a_still_person_stays_present_on_unseen_seeds`. Measured 0.9878 (seed 53 0.956, seed 58
-/// 0.946, the others 1.000); the 0.99 is not met on these seeds, and this bound holds the
-/// measured figure so that a regression fails.
-const UNSEEN_BOUND: f64 = 0.985;
+/// Sixteen seeds first run after the episode-gap rule was fixed (201–216), scored once. Measured
+/// 0.9395 (2026-11-26; 0.9355 before the rule): seed 201 reads present on 3.9 % and never shows
+/// a breathing rate (its 4 mm breath is below the simulated room's noise on every cue, like
+/// tuning seeds 37 and 38), the other fifteen 0.9995 together. The 0.99 is not met on
+/// this set; the bound holds the measured figure so that a regression fails.
+#[test]
+fn a_still_person_stays_present_on_a_fresh_set() {
+    let seeds: Vec<u64> = (201..=216).collect();
+    let results = still_ten_minutes(&seeds);
+    let (share, n) = present_share("fresh seeds 201-216", &results);
+    assert!(n > 90_000, "the person never sat down");
+    assert!(share >= FRESH_BOUND, "present on {share:.4}");
+}
+
+/// See `a_still_person_stays_present_on_a_fresh_set`.
+const FRESH_BOUND: f64 = 0.935;
 
 #[test]
 fn the_simulated_empty_room_is_empty_on_every_tick() {

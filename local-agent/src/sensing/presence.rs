@@ -2,7 +2,8 @@
 //!
 //! Present = moving OR accepted breathing (held 3 s through a lapse of the gates) OR still
 //! bridge (a real motion episode in the last 75 s, while the breathing estimator waits for its
-//! window or still sees a breathing-band candidate), debounced over 4 grid ticks. Moving always
+//! window or still sees a breathing-band candidate; a short fragment that follows such an
+//! episode within `EPISODE_GAP_S` belongs to it), debounced over 4 grid ticks. Moving always
 //! implies present, at once. The motion decision itself, and the empty-room calibration behind
 //! it, live in `motion` and `calibration`.
 
@@ -13,6 +14,14 @@ pub const STILL_BRIDGE_S: f64 = 75.0;
 /// in a blip, so a short episode (a shift of posture, a false alarm) must not drop a still person
 /// while their breathing window refills.
 pub const BRIDGE_ARM_S: f64 = 1.0;
+/// A short motion episode that begins within this many seconds of the end of an episode that
+/// armed the bridge is the same movement, not a new blip: the motion detector drops out for a
+/// fraction of a second while someone walks and sits down (0.2–0.8 s gaps before the last short
+/// episode of a walk-in on the tuning seeds), and judging that last fragment alone left the
+/// bridge unarmed, so a person who had just sat down vanished until a breathing window filled
+/// (26 s). Walk-out blips the bridge must not outlive (the Home Assistant demo's next loop,
+/// ~34 s after a walk-out) come far later than this.
+pub const EPISODE_GAP_S: f64 = 3.0;
 /// Seconds presence is held after the last accepted breath while the room stays still: a
 /// breathing rate lapsing for a window or two must not make a still person vanish. Longer holds
 /// keep still people better (8 s: 100% on the `still` scene) but stretch every false breathing
@@ -41,6 +50,9 @@ pub struct PresenceTracker {
     motion_episode_s: f64,
     /// Someone was present on breathing evidence when the current motion episode began.
     present_at_motion_start: bool,
+    /// The current motion episode began within `EPISODE_GAP_S` of the end of one that armed
+    /// the bridge: it continues that movement.
+    continues_armed: bool,
     /// The last tick's presence rested on breathing evidence (an accepted or held rate, or the
     /// still cue), not on the bridge alone.
     breath_present: bool,
@@ -72,11 +84,16 @@ impl PresenceTracker {
             // Only breathing evidence counts: presence held by the bridge alone is the tail of a
             // walk-out, and a false blip in the just-emptied room must not extend it.
             self.present_at_motion_start = self.present && self.breath_present;
+            self.continues_armed = self.bridge_armed
+                && self
+                    .last_motion_end
+                    .is_some_and(|e| t_s - e >= 0.0 && t_s - e <= EPISODE_GAP_S);
         }
         if self.moving && !moving {
             self.last_motion_end = Some(t_s);
-            self.bridge_armed =
-                self.motion_episode_s >= BRIDGE_ARM_S || self.present_at_motion_start;
+            self.bridge_armed = self.motion_episode_s >= BRIDGE_ARM_S
+                || self.present_at_motion_start
+                || self.continues_armed;
             self.motion_episode_s = 0.0;
         }
         self.moving = moving;
@@ -203,6 +220,51 @@ mod tests {
             t += 0.1;
             assert!(p.present(), "dropped at {t:.1} s");
         }
+    }
+
+    #[test]
+    fn a_walk_in_ending_in_a_short_fragment_still_arms_the_bridge() {
+        let mut p = PresenceTracker::new();
+        let waiting = BreathEvidence::default();
+        let mut t = 0.0;
+        // Walks in (a long episode), the detector drops out for 0.8 s, then the last 0.8 s of
+        // sitting down reads as its own short episode.
+        for _ in 0..100 {
+            p.on_tick(t, 0.1, true, waiting);
+            t += 0.1;
+        }
+        for _ in 0..8 {
+            p.on_tick(t, 0.1, false, waiting);
+            t += 0.1;
+        }
+        for _ in 0..8 {
+            p.on_tick(t, 0.1, true, waiting);
+            t += 0.1;
+        }
+        for _ in 0..250 {
+            p.on_tick(t, 0.1, false, waiting);
+            t += 0.1;
+            assert!(p.present(), "dropped at {t:.1} s");
+        }
+        // The same fragment long after the walk (a lone blip) arms nothing.
+        let mut p = PresenceTracker::new();
+        for _ in 0..100 {
+            p.on_tick(t, 0.1, true, waiting);
+            t += 0.1;
+        }
+        for _ in 0..((EPISODE_GAP_S + 1.0) / 0.1) as usize {
+            p.on_tick(t, 0.1, false, waiting);
+            t += 0.1;
+        }
+        for _ in 0..8 {
+            p.on_tick(t, 0.1, true, waiting);
+            t += 0.1;
+        }
+        for _ in 0..20 {
+            p.on_tick(t, 0.1, false, waiting);
+            t += 0.1;
+        }
+        assert!(!p.present(), "a blip after the gap arms no bridge");
     }
 
     #[test]
