@@ -549,7 +549,12 @@ impl Simulator {
         let normal = kinematics.normal;
         let still = kinematics.action == BodyAction::Still;
         let sway_m = if still {
-            POSTURAL_SWAY_M * body.sway
+            POSTURAL_SWAY_M
+                * body.sway
+                * std::env::var("XSWAY")
+                    .ok()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .unwrap_or(1.0)
         } else {
             0.0
         };
