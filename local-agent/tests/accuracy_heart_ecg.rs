@@ -48,12 +48,8 @@ fn play(s: &Stream) -> Score {
         if std::env::var_os("HEART_TABLE").is_some() && frame.t_s >= 30.0 {
             let d = p.vitals_detail().heart;
             if let (Some(pk), Some(t)) = (d.peak, s.beats.mean_bpm(frame.t_s - 30.0, frame.t_s)) {
-                let arcs = p
-                    .vitals_estimators()
-                    .next()
-                    .map_or(0, |v| v.heart_arc_series());
                 eprintln!(
-                    "ROW {} {:.1} {t:.2} {:.2} {:.2} {} {:.2} {:.2} {:.2} {:.2} {arcs}",
+                    "ROW {} {:.1} {t:.2} {:.2} {:.2} {} {:.2} {:.2} {:.2} {:.2}",
                     s.cfg.seed,
                     frame.t_s,
                     pk.freq_hz * 60.0,

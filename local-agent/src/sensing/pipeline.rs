@@ -215,9 +215,6 @@ struct Link {
     last_z: Vec<Complex32>,
     unwrapped: Vec<f32>,
     phases: Vec<f32>,
-    /// Per chain-pair series, the complex ratio of the two chains behind its phase (what the
-    /// heart path demodulates).
-    arcs: Vec<Complex32>,
     done: Vec<f32>,
     last_frame: u64,
     view: LinkView,
@@ -279,7 +276,6 @@ impl Link {
             last_z: vec![Complex32::new(0.0, 0.0); n_phase],
             unwrapped: vec![0.0; n_phase],
             phases: Vec::with_capacity(n_phase),
-            arcs: Vec::with_capacity(n_prod),
             done: Vec::new(),
             last_frame: 0,
             view: LinkView::default(),
@@ -444,37 +440,6 @@ impl Link {
         }
     }
 
-    /// The ratio `h_a / h_b` of each chain pair's level-normalised values, per tone, from the
-    /// cell's product `h_a · conj(h_b)` and `|h_b|`: with the chest's paths moving together,
-    /// each chain's value is a static sum plus a rotating one, `S + B·e^{iθ}`, and the ratio of
-    /// two such values is a Möbius map of `e^{iθ}`, which traces a circle (the product traces an
-    /// ellipse). NaN where the tone is missing.
-    fn chain_ratios(&mut self, amps: &[f32], prod: &[f32]) {
-        self.arcs.clear();
-        let PhaseSource::ChainPairs(pairs) = &self.phase_source else {
-            return;
-        };
-        let t = self.tones;
-        for (p, &(_, b)) in pairs.iter().enumerate() {
-            for u in 0..t {
-                let j = p * t + u;
-                let z = prod
-                    .get(2 * j..2 * j + 2)
-                    .map_or(Complex32::new(f32::NAN, f32::NAN), |v| {
-                        Complex32::new(v[0], v[1])
-                    });
-                let ab = amps.get(b * t + u).copied().unwrap_or(0.0);
-                let q = ab * ab;
-                self.arcs
-                    .push(if q > 0.0 && q.is_finite() && z.norm_sqr() > 0.0 {
-                        z / q
-                    } else {
-                        Complex32::new(f32::NAN, f32::NAN)
-                    });
-            }
-        }
-    }
-
     fn on_tick(&mut self, t_s: f64, tick_s: f64) {
         let n = self.n_sc;
         let np = 2 * self.n_prod;
@@ -508,13 +473,10 @@ impl Link {
         let (prod, h) = rest.split_at(np);
         if np > 0 {
             self.track_phases(prod);
-            self.chain_ratios(amps, prod);
-            self.vitals
-                .push_tick_complex(amps, &self.phases, &self.arcs, moving);
         } else {
             self.track_phases(h);
-            self.vitals.push_tick(amps, &self.phases, moving);
         }
+        self.vitals.push_tick(amps, &self.phases, moving);
         self.range.push_tick(h, !moving);
         self.done = done;
         let present = self.presence.present();

@@ -41,13 +41,11 @@
 //! a regular beat train, or when the spectral peak alone reaches [`STRONG_HEART_SNR`]; it is
 //! emitted after persistence. A wrong heart rate is worse than none.
 
-use super::dsp::arc;
 use super::dsp::beats::beat_rate;
 use super::dsp::filter::{BandPass, highpass_zero_phase};
 use super::dsp::hampel::hampel_in_place;
 use super::dsp::harmonics::BreathModel;
 use super::dsp::spectrum::{Peak, PeakGates, Persistence, Spectrum, SpectrumAnalyzer};
-use num_complex::Complex32;
 
 /// Rate of the uniform grid the vitals run on, Hz.
 pub const GRID_HZ: f32 = 10.0;
@@ -422,23 +420,7 @@ pub struct VitalsEstimator {
     quality: Vec<f32>,
     bp_ref: Vec<f32>,
     bp_tmp: Vec<f32>,
-    /// Complex value behind each phase series (time-major like `ring`, `n_z` per tick; empty
-    /// when the link gives phases only): the heart path demodulates its arc (see
-    /// [`Self::push_tick_complex`]).
-    zring: Vec<Complex32>,
-    n_z: usize,
-    zwin: Vec<Complex32>,
-    /// Phase series the latest heart combination read arc-demodulated (diagnostics).
-    arcs_used: usize,
 }
-
-/// Shortest arc (radians about the fitted centre, over the heart window) worth demodulating:
-/// below it the phase about the origin is already close to linear in the displacement and the
-/// centre is poorly determined.
-pub const ARC_MIN_SPAN: f32 = 0.5;
-/// Largest fit residual, relative to the radius, of an arc the heart path demodulates (beyond
-/// it the samples do not trace one circle: several moving paths, or noise).
-pub const ARC_MAX_RESIDUAL: f32 = 0.25;
 
 impl VitalsEstimator {
     pub fn new(cfg: VitalsConfig) -> Self {
@@ -489,10 +471,6 @@ impl VitalsEstimator {
             quality: Vec::new(),
             bp_ref: Vec::new(),
             bp_tmp: Vec::new(),
-            zring: Vec::new(),
-            n_z: 0,
-            zwin: Vec::new(),
-            arcs_used: 0,
         }
     }
 
@@ -562,12 +540,6 @@ impl VitalsEstimator {
             .collect()
     }
 
-    /// Phase series the latest heart combination read arc-demodulated (diagnostics).
-    #[doc(hidden)]
-    pub fn heart_arc_series(&self) -> usize {
-        self.arcs_used
-    }
-
     /// Series (amplitude + phase) this estimator tracks.
     pub fn series_count(&self) -> usize {
         self.n_series
@@ -577,39 +549,6 @@ impl VitalsEstimator {
     /// alone).
     pub fn breath_phase_series(&self) -> usize {
         self.sel_breath.phase_count
-    }
-
-    /// [`Self::push_tick`] with the complex value behind each phase series (`z[j]` behind
-    /// `phases[j]`; its phase need not be unwrapped). The heart path then reads a phase series
-    /// as the angle about the centre of the arc its complex value traces over the window, which
-    /// is linear in the chest's displacement, instead of the phase about the origin, which is
-    /// not once a deep breath swings the path by a radian or more: its harmonics would fill the
-    /// heart band.
-    pub fn push_tick_complex(
-        &mut self,
-        amps: &[f32],
-        phases: &[f32],
-        z: &[Complex32],
-        moving: bool,
-    ) {
-        let n = amps.len() + phases.len();
-        let relayout = amps.len() != self.n_amp || n != self.n_series || z.len() != self.n_z;
-        if relayout {
-            self.n_z = z.len();
-            self.zring.clear();
-            self.zring
-                .resize(self.n_z * self.cap, Complex32::new(f32::NAN, f32::NAN));
-        }
-        // `push_tick` writes this tick at `head` (slot 0 after a layout change resets it).
-        let slot = if amps.len() != self.n_amp || n != self.n_series {
-            0
-        } else {
-            self.head
-        };
-        if self.n_z > 0 {
-            self.zring[slot * self.n_z..(slot + 1) * self.n_z].copy_from_slice(z);
-        }
-        self.push_tick(amps, phases, moving);
     }
 
     /// Adds one grid sample: per-subcarrier amplitudes (≤ 0 or non-finite = not measured) and
@@ -721,54 +660,6 @@ impl VitalsEstimator {
             s.iter_mut().for_each(|v| *v /= rms);
         }
         self.series = s;
-    }
-
-    /// [`Self::prepared_series`] for the heart: a phase series with a complex value behind it
-    /// whose arc is well defined over the window is read as its angle about the arc's centre.
-    fn heart_prepared_series(&mut self, k: usize, len: usize) -> bool {
-        let envf = |n: &str, d: f32| {
-            std::env::var(n)
-                .ok()
-                .and_then(|v| v.parse::<f32>().ok())
-                .unwrap_or(d)
-        };
-        let (min_span, max_res) = (
-            envf("XARC_SPAN", ARC_MIN_SPAN),
-            envf("XARC_RES", ARC_MAX_RESIDUAL),
-        );
-        let off = std::env::var_os("XARC_OFF").is_some();
-        if !off && k >= self.n_amp && k - self.n_amp < self.n_z {
-            let j = k - self.n_amp;
-            let mut w = std::mem::take(&mut self.zwin);
-            w.clear();
-            let (a, b) = self.window_slots(len);
-            w.extend(a.chain(b).map(|slot| self.zring[slot * self.n_z + j]));
-            let mut s = std::mem::take(&mut self.series);
-            let demodulated = arc::fit_circle(&w).is_some_and(|c| {
-                if c.rms_residual > max_res * c.radius {
-                    return false;
-                }
-                arc::unwrapped_angle(&w, c.centre, &mut s);
-                arc::span(&s) >= min_span
-            });
-            self.zwin = w;
-            if demodulated {
-                let finite = s.iter().filter(|v| v.is_finite()).count().max(1);
-                let mean = s.iter().filter(|v| v.is_finite()).sum::<f32>() / finite as f32;
-                s.iter_mut().for_each(|v| {
-                    *v = if v.is_finite() { *v - mean } else { 0.0 };
-                });
-                let rms = (s.iter().map(|v| v * v).sum::<f32>() / len.max(1) as f32).sqrt();
-                if rms > 1e-9 {
-                    s.iter_mut().for_each(|v| *v /= rms);
-                }
-                self.series = s;
-                return true;
-            }
-            self.series = s;
-        }
-        self.prepared_series(k, len);
-        false
     }
 
     fn valid_series(&self, k: usize, len: usize) -> bool {
@@ -890,22 +781,11 @@ impl VitalsEstimator {
             return sel;
         }
         self.candidate_series(len);
-        if std::env::var_os("XARC_ALLPHASE").is_some() && self.n_z > 0 {
-            let n_amp = self.n_amp;
-            let mut c = std::mem::take(&mut self.candidates);
-            c.clear();
-            c.extend((n_amp..self.n_series).filter(|&k| self.valid_series(k, len)));
-            self.candidates = c;
-        }
         let candidates = std::mem::take(&mut self.candidates);
         let mut bp_k = std::mem::take(&mut self.bp_tmp);
         self.scored.clear();
-        let only_arcs = std::env::var_os("XARC_ONLY").is_some();
         for &k in &candidates {
-            let arc = self.heart_prepared_series(k, len);
-            if only_arcs && !arc {
-                continue;
-            }
+            self.prepared_series(k, len);
             let x = &self.series;
             let d2 = x
                 .windows(3)
@@ -936,19 +816,13 @@ impl VitalsEstimator {
         sel
     }
 
-    /// The weighted, sign-aligned sum of the selected series over the last `len` samples
-    /// (`heart`: phase series arc-demodulated where they can be).
-    fn combine(&mut self, sel: &Selection, len: usize, heart: bool) {
+    /// The weighted, sign-aligned sum of the selected series over the last `len` samples.
+    fn combine(&mut self, sel: &Selection, len: usize) {
         let mut combined = std::mem::take(&mut self.combined);
         combined.clear();
         combined.resize(len, 0.0);
-        self.arcs_used = 0;
         for (k, w) in sel.idx.iter().zip(sel.sign_weight.iter()) {
-            if heart {
-                self.arcs_used += usize::from(self.heart_prepared_series(*k, len));
-            } else {
-                self.prepared_series(*k, len);
-            }
+            self.prepared_series(*k, len);
             for (c, v) in combined.iter_mut().zip(self.series.iter()) {
                 *c += w * v;
             }
@@ -996,7 +870,7 @@ impl VitalsEstimator {
             self.sel_breath = self.refit(len, BREATH_SELECT_BAND);
         }
         let sel = std::mem::take(&mut self.sel_breath);
-        self.combine(&sel, len, false);
+        self.combine(&sel, len);
         self.sel_breath = sel;
         self.breath_raw.clone_from(&self.combined);
         // Drift view first (linear detrend keeps slow wander visible), then the analysis view.
@@ -1116,17 +990,9 @@ impl VitalsEstimator {
             self.sel_heart = self.heart_weights(len, fb);
         }
         let sel = std::mem::take(&mut self.sel_heart);
-        self.combine(&sel, len, true);
+        self.combine(&sel, len);
         self.sel_heart = sel;
         self.breath_model.subtract(&mut self.combined);
-        if std::env::var_os("XHEART_DIFF").is_some() {
-            for i in (1..self.combined.len()).rev() {
-                self.combined[i] -= self.combined[i - 1];
-            }
-            if !self.combined.is_empty() {
-                self.combined.remove(0);
-            }
-        }
         let mut beats_in = std::mem::take(&mut self.drift);
         beats_in.clone_from(&self.combined);
         let mut spec = std::mem::take(&mut self.spec);

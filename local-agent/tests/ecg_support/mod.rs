@@ -236,6 +236,12 @@ pub fn stream_mimo(
     if let Some(v) = std::env::var("MIMO_SNR").ok().and_then(|v| v.parse().ok()) {
         s.cfg.snr_db = v;
     }
+    if let Some(k) = std::env::var("SWAY_SCALE")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+    {
+        s.cfg.postural_sway_m *= k;
+    }
     s.label = format!("{} [3x2x56 5 GHz, {rate_hz:.0} Hz]", s.label);
     s
 }

@@ -74,7 +74,8 @@ pub fn fit_circle(z: &[Complex32]) -> Option<Circle> {
     let s = solve3(a, b)?;
     let (mut cx, mut cy) = (-0.5 * s[0], -0.5 * s[1]);
     let r2 = cx * cx + cy * cy - s[2];
-    if !(r2 > 0.0) {
+    // NaN fails this test too.
+    if r2.is_nan() || r2 <= 0.0 {
         return None;
     }
     let mut r = r2.sqrt();
@@ -104,7 +105,7 @@ pub fn fit_circle(z: &[Complex32]) -> Option<Circle> {
         let Some(step) = solve3(a, b) else { break };
         let (nx, ny, nr) = (cx + step[0], cy + step[1], r + step[2]);
         let c1 = cost(nx, ny, nr);
-        if !(c1 < c0) || nr <= 0.0 {
+        if c1.is_nan() || c1 >= c0 || nr <= 0.0 {
             break;
         }
         (cx, cy, r, c0) = (nx, ny, nr, c1);
@@ -173,7 +174,7 @@ fn solve3(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
         let p = (i..3).max_by(|x, y| a[*x][i].abs().total_cmp(&a[*y][i].abs()))?;
         a.swap(i, p);
         b.swap(i, p);
-        if !(a[i][i].abs() > 1e-12 * scale) {
+        if a[i][i].is_nan() || a[i][i].abs() <= 1e-12 * scale {
             return None;
         }
         for r in i + 1..3 {
