@@ -24,6 +24,7 @@
 mod ecg_support;
 
 use ecg_support::{Stream, records, stream};
+use local_agent::sensing::dsp::arc;
 use local_agent::sensing::dsp::filter::BandPass;
 use local_agent::sensing::dsp::harmonics::BreathModel;
 use local_agent::sensing::dsp::spectrum::{Spectrum, SpectrumAnalyzer};
@@ -161,7 +162,7 @@ fn alt_combination(w: &[Vec<f32>], fb: f32) -> Option<Vec<f32>> {
 
 use num_complex::Complex32;
 
-/// Arc demodulation: per tone, the circle the chest-moved paths trace (algebraic fit), the angle
+/// Arc demodulation: per tone, the circle the chest-moved paths trace (`dsp::arc`), the angle
 /// around its centre (linear in path length), combined over tones with inverse-noise weights.
 fn arc_combination(cells: &[Vec<Complex32>]) -> Option<Vec<f32>> {
     let n = cells.len();
@@ -172,43 +173,11 @@ fn arc_combination(cells: &[Vec<Complex32>]) -> Option<Vec<f32>> {
         if z.iter().any(|v| v.norm_sqr() == 0.0 || !v.re.is_finite()) {
             continue;
         }
-        let m = z.iter().sum::<Complex32>() / n as f32;
-        // Kasa: x² + y² + D x + E y + F = 0, least squares, on centred points.
-        let mut a = [[0.0f64; 3]; 3];
-        let mut b = [0.0f64; 3];
-        for v in &z {
-            let (x, y) = (f64::from(v.re - m.re), f64::from(v.im - m.im));
-            let row = [x, y, 1.0];
-            let rhs = -(x * x + y * y);
-            for i in 0..3 {
-                for j in 0..3 {
-                    a[i][j] += row[i] * row[j];
-                }
-                b[i] += row[i] * rhs;
-            }
-        }
-        let sol = solve3(a, b)?;
-        let c = Complex32::new(m.re - 0.5 * sol[0] as f32, m.im - 0.5 * sol[1] as f32);
+        let Some(circle) = arc::fit_circle(&z) else {
+            continue;
+        };
         let mut psi = Vec::with_capacity(n);
-        let mut acc = 0.0f32;
-        let mut last = 0.0f32;
-        for (i, v) in z.iter().enumerate() {
-            let ang = (v - c).arg();
-            if i == 0 {
-                acc = ang;
-            } else {
-                let mut d = ang - last;
-                while d > std::f32::consts::PI {
-                    d -= std::f32::consts::TAU;
-                }
-                while d < -std::f32::consts::PI {
-                    d += std::f32::consts::TAU;
-                }
-                acc += d;
-            }
-            last = ang;
-            psi.push(acc);
-        }
+        arc::unwrapped_angle(&z, circle.centre, &mut psi);
         let d2: f32 = (2..n)
             .map(|i| (psi[i] - 2.0 * psi[i - 1] + psi[i - 2]).powi(2))
             .sum::<f32>()
@@ -236,34 +205,6 @@ fn arc_combination(cells: &[Vec<Complex32>]) -> Option<Vec<f32>> {
         }
     }
     Some(out)
-}
-
-fn solve3(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
-    for i in 0..3 {
-        let p = (i..3).max_by(|x, y| a[*x][i].abs().total_cmp(&a[*y][i].abs()))?;
-        a.swap(i, p);
-        b.swap(i, p);
-        if a[i][i].abs() < 1e-30 {
-            return None;
-        }
-        for r in i + 1..3 {
-            let f = a[r][i] / a[i][i];
-            let pivot = a[i];
-            for (x, y) in a[r].iter_mut().zip(pivot).skip(i) {
-                *x -= f * y;
-            }
-            b[r] -= f * b[i];
-        }
-    }
-    let mut x = [0.0; 3];
-    for i in (0..3).rev() {
-        let mut s = b[i];
-        for c in i + 1..3 {
-            s -= a[i][c] * x[c];
-        }
-        x[i] = s / a[i][i];
-    }
-    Some(x)
 }
 
 fn score_series(

@@ -225,6 +225,23 @@ pub fn stream_mimo(
     s.cfg.snr_db = 34.0;
     s.cfg.noise = NoiseModel::measured();
     s.cfg.antennas = Some(MultiAntenna::atheros_5ghz());
+    // Diagnostics only (never set in CI): scale the breath, or change the SNR, to see which one
+    // limits the heart rate.
+    if let Some(k) = std::env::var("BREATH_SCALE")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+    {
+        s.cfg.breathing_depth_m *= k;
+    }
+    if let Some(v) = std::env::var("MIMO_SNR").ok().and_then(|v| v.parse().ok()) {
+        s.cfg.snr_db = v;
+    }
+    if let Some(k) = std::env::var("SWAY_SCALE")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+    {
+        s.cfg.postural_sway_m *= k;
+    }
     s.label = format!("{} [3x2x56 5 GHz, {rate_hz:.0} Hz]", s.label);
     s
 }

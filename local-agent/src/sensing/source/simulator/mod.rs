@@ -122,6 +122,12 @@ pub struct SimConfig {
     pub breathing_depth_m: f64,
     /// Peak-to-peak chest displacement of one heartbeat.
     pub heart_depth_m: f64,
+    /// Standard deviation of a still person's postural drift (an Ornstein–Uhlenbeck walk of the
+    /// whole body along its facing direction, 45 s memory). Its increments are white, so its
+    /// spectrum falls as 1/f² and still reaches the heart band: on the multi-antenna ECG-timed
+    /// streams it is what the heart-band peak trips on (see the local-agent README, "Heart
+    /// rate on a multi-antenna 5 GHz link"); 0 switches it off for that diagnosis.
+    pub postural_sway_m: f64,
     /// Beat times (seconds of scene time, ascending) that replace the modelled heartbeat, e.g.
     /// the R peaks of a real ECG recording: each beat's pulse starts at its time and spans the
     /// interval to the next beat. `None` keeps the model (rate from the script, with
@@ -163,6 +169,7 @@ impl Default for SimConfig {
             phase_offsets: true,
             breathing_depth_m: 0.006,
             heart_depth_m: 0.0005,
+            postural_sway_m: POSTURAL_SWAY_M,
             heart_beats: None,
             body_reflectivity_m: 0.45,
             amplitude_rms: 28.0,
@@ -549,7 +556,7 @@ impl Simulator {
         let normal = kinematics.normal;
         let still = kinematics.action == BodyAction::Still;
         let sway_m = if still {
-            POSTURAL_SWAY_M * body.sway
+            self.config.postural_sway_m * body.sway
         } else {
             0.0
         };
