@@ -85,18 +85,18 @@ def basic_words(text):
     return out
 
 
-def teacher_ids(text, vocab):
+def teacher_ids(text, vocab, max_tokens=MAX_TOKENS):
     ids = [vocab["[CLS]"]]
     unk = vocab["[UNK]"]
     for w in basic_words(text):
         ids.extend(wordpiece(w, vocab) or [unk] if len(w) <= 100 else [unk])
-    return ids[: MAX_TOKENS - 1] + [vocab["[SEP]"]]
+    return ids[: max_tokens - 1] + [vocab["[SEP]"]]
 
 
-def teacher(texts, w, tokenizer, config):
+def teacher(texts, w, tokenizer, config, max_tokens=MAX_TOKENS, quiet=False):
     """Mean-pooled transformer output of each text (hidden size), in order."""
     vocab = tokenizer["model"]["vocab"]
-    ids = [teacher_ids(t, vocab) for t in texts]
+    ids = [teacher_ids(t, vocab, max_tokens) for t in texts]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out = np.zeros((len(ids), config["hidden_size"]), dtype=np.float32)
     done = 0
@@ -113,7 +113,7 @@ def teacher(texts, w, tokenizer, config):
         out[rows] = distill.encode(batch, w, config, mask)
         k += len(rows)
         done += len(rows)
-        if done // 2000 != (done - len(rows)) // 2000:
+        if not quiet and done // 2000 != (done - len(rows)) // 2000:
             print(f"teacher {done}/{len(ids)}", file=sys.stderr)
     return out
 
