@@ -74,6 +74,29 @@ def encode_all(texts, cache):
     return vectors
 
 
+def stored(vectors, tool_texts, dims, int8):
+    """The vectors as an artifact would hold them: projected onto the main `dims` directions of
+    the tool texts' vectors (PCA, centred) and re-normalised; tool vectors as int8 with a scale
+    per vector (requests are encoded at query time and stay float)."""
+    tool_keys = sorted({text_key(t) for t in tool_texts})
+    out = dict(vectors)
+    if dims:
+        tools = np.stack([vectors[k] for k in tool_keys])
+        mean, components = tools.mean(0), np.linalg.svd(
+            tools - tools.mean(0), full_matrices=False
+        )[2][:dims]
+        out = {}
+        for k, v in vectors.items():
+            p = (v - mean) @ components.T
+            out[k] = p / (np.linalg.norm(p) + 1e-12)
+    if int8:
+        for k in tool_keys:
+            v = out[k]
+            q = np.round(v / np.abs(v).max() * 127)
+            out[k] = q / (np.linalg.norm(q) + 1e-12)
+    return out
+
+
 class Task:
     def __init__(self, row, k, vectors):
         self.set = row["set"]
@@ -153,6 +176,8 @@ def main():
     ap.add_argument("dump", help="`catalog eval dump K` output (JSON lines)")
     ap.add_argument("--k", type=int, default=50, help="candidates per task (at most the dump's)")
     ap.add_argument("--cache", help="directory for the sentence vectors (reused if present)")
+    ap.add_argument("--dims", type=int, default=0, help="PCA to this many dimensions (0: 384)")
+    ap.add_argument("--int8", action="store_true", help="tool vectors quantised as int8")
     ap.add_argument(
         "--latency", type=int, default=0, help="also time this many one-request encodes"
     )
@@ -163,6 +188,10 @@ def main():
     texts = {r["query"] for r in rows} | {h["text"] for r in rows for h in r["hits"][: args.k]}
     print(f"{len(rows)} tasks, {len(texts)} distinct texts (requests and candidates)")
     vectors = encode_all(texts, args.cache)
+    if args.dims or args.int8:
+        tool_texts = {h["text"] for r in rows for h in r["hits"][: args.k]}
+        vectors = stored(vectors, tool_texts, args.dims, args.int8)
+        print(f"stored as {args.dims or 384} dimensions{', int8 tool vectors' if args.int8 else ''}")
     tasks = [Task(r, args.k, vectors) for r in rows]
     sets = {
         "tune half": [t for t in tasks if t.set == "tune"],

@@ -102,9 +102,14 @@ def teacher(texts, w, tokenizer, config, max_tokens=MAX_TOKENS, quiet=False):
     done = 0
     k = 0
     while k < len(order):
-        length = len(ids[order[min(len(order) - 1, k + 7)]])
-        rows = order[k : k + max(1, BATCH_TOKENS // max(length, 1))]
-        length = max(len(ids[i]) for i in rows)
+        # Rows in order of length, as many as fit BATCH_TOKENS once padded to the last (the
+        # longest): a batch sized by a shorter row's length would pad hundreds of short rows
+        # to the longest text's length.
+        end = k + 1
+        while end < len(order) and (end - k + 1) * len(ids[order[end]]) <= BATCH_TOKENS:
+            end += 1
+        rows = order[k:end]
+        length = len(ids[rows[-1]])
         batch = np.zeros((len(rows), length), dtype=np.int64)
         mask = np.zeros((len(rows), length), dtype=np.float32)
         for r, i in enumerate(rows):
