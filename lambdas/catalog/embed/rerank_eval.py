@@ -11,7 +11,7 @@ requests without the operation's words and the first evaluation are then scored 
 choice. Also printed: the transformer alone over the same candidates, and the ceiling (tasks
 whose accepted tool is among the K candidates at all, so no reranking can find the rest).
 
-Usage (a built catalog; about 9 CPU minutes for K = 50, the vectors are cached):
+Usage (a built catalog; about 5 CPU minutes for K = 50 on first run, the vectors are cached):
     catalog eval dump 50 > /tmp/dump.jsonl
     python3 lambdas/catalog/embed/rerank_eval.py /tmp/dump.jsonl --cache /tmp/rerank
 """
