@@ -16,6 +16,7 @@ token: u16 byte length + UTF-8 bytes, then per token: f32 scale + `dimensions` i
 
 import io
 import json
+import math
 import struct
 import sys
 import zipfile
@@ -55,8 +56,9 @@ def layer_norm(x, w, b, eps=1e-12):
 
 
 def gelu(x):
-    # BERT uses the erf form; numpy has no erf, and the tanh form differs by < 1e-3.
-    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+    # BERT uses the erf form; numpy has no erf, and the tanh form differs by < 1e-3. Python
+    # floats, not numpy float64 scalars: those would promote every later step to float64.
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
 def encode(ids, w, config, mask=None):
@@ -84,7 +86,7 @@ def encode(ids, w, config, mask=None):
         q = lin(x, "attention.self.query").reshape(batch, length, heads, hd).transpose(0, 2, 1, 3)
         k = lin(x, "attention.self.key").reshape(batch, length, heads, hd).transpose(0, 2, 1, 3)
         v = lin(x, "attention.self.value").reshape(batch, length, heads, hd).transpose(0, 2, 1, 3)
-        scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hd)
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(hd)
         if mask is not None:
             scores = scores + ((1.0 - mask) * -1e9)[:, None, None, :]
         scores = scores - scores.max(-1, keepdims=True)

@@ -85,26 +85,31 @@ def basic_words(text):
     return out
 
 
-def teacher_ids(text, vocab):
+def teacher_ids(text, vocab, max_tokens=MAX_TOKENS):
     ids = [vocab["[CLS]"]]
     unk = vocab["[UNK]"]
     for w in basic_words(text):
         ids.extend(wordpiece(w, vocab) or [unk] if len(w) <= 100 else [unk])
-    return ids[: MAX_TOKENS - 1] + [vocab["[SEP]"]]
+    return ids[: max_tokens - 1] + [vocab["[SEP]"]]
 
 
-def teacher(texts, w, tokenizer, config):
+def teacher(texts, w, tokenizer, config, max_tokens=MAX_TOKENS, quiet=False):
     """Mean-pooled transformer output of each text (hidden size), in order."""
     vocab = tokenizer["model"]["vocab"]
-    ids = [teacher_ids(t, vocab) for t in texts]
+    ids = [teacher_ids(t, vocab, max_tokens) for t in texts]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out = np.zeros((len(ids), config["hidden_size"]), dtype=np.float32)
     done = 0
     k = 0
     while k < len(order):
-        length = len(ids[order[min(len(order) - 1, k + 7)]])
-        rows = order[k : k + max(1, BATCH_TOKENS // max(length, 1))]
-        length = max(len(ids[i]) for i in rows)
+        # Rows in order of length, as many as fit BATCH_TOKENS once padded to the last (the
+        # longest): a batch sized by a shorter row's length would pad hundreds of short rows
+        # to the longest text's length.
+        end = k + 1
+        while end < len(order) and (end - k + 1) * len(ids[order[end]]) <= BATCH_TOKENS:
+            end += 1
+        rows = order[k:end]
+        length = len(ids[rows[-1]])
         batch = np.zeros((len(rows), length), dtype=np.int64)
         mask = np.zeros((len(rows), length), dtype=np.float32)
         for r, i in enumerate(rows):
@@ -113,7 +118,7 @@ def teacher(texts, w, tokenizer, config):
         out[rows] = distill.encode(batch, w, config, mask)
         k += len(rows)
         done += len(rows)
-        if done // 2000 != (done - len(rows)) // 2000:
+        if not quiet and done // 2000 != (done - len(rows)) // 2000:
             print(f"teacher {done}/{len(ids)}", file=sys.stderr)
     return out
 

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use catalog_core::Catalog;
+use catalog_core::{Catalog, Tool};
 use serde_json::Value;
 
 fn read_json(rel: &str) -> Value {
@@ -184,4 +184,25 @@ pub fn rank_of(cat: &Catalog, query: &str, accepted: &HashSet<usize>) -> Option<
         cat.tool_index_of(&h.tool)
             .is_some_and(|i| accepted.contains(&i))
     })
+}
+
+/// The tool's operation name: its `operationId`, else the part of its name after the app.
+pub fn operation_name(t: &Tool) -> String {
+    t.operation_id.clone().unwrap_or_else(|| {
+        t.name
+            .split_once('.')
+            .map_or(t.name.as_str(), |(_, op)| op)
+            .to_string()
+    })
+}
+
+/// The text a sentence encoder reads for a tool: the operation name in words, then the
+/// description (`catalog texts`, `catalog eval dump`).
+pub fn tool_text(t: &Tool) -> String {
+    let name = catalog_core::text::words(&operation_name(t)).join(" ");
+    if t.description.is_empty() {
+        name
+    } else {
+        format!("{name}. {}", t.description)
+    }
 }

@@ -121,6 +121,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         "texts" => {
+            use platform_catalog::eval;
             // One JSON line per tool: the text a sentence encoder reads (operation name in
             // words, then the description) and the words the build embeds for the tool's
             // vector (stop words dropped), for `embed/tokenlearn.py`.
@@ -132,27 +133,14 @@ fn main() -> ExitCode {
                 }
             };
             for t in &catalog.tools {
-                let name = t.operation_id.clone().unwrap_or_else(|| {
-                    t.name
-                        .split_once('.')
-                        .map_or(t.name.as_str(), |(_, op)| op)
-                        .to_string()
-                });
-                let name_words = catalog_core::text::words(&name);
-                let words: Vec<String> = name_words
-                    .iter()
-                    .cloned()
+                let words: Vec<String> = catalog_core::text::words(&eval::operation_name(t))
+                    .into_iter()
                     .chain(catalog_core::text::words(&t.description))
                     .filter(|w| !catalog_core::text::is_stop_word(w))
                     .collect();
-                let text = if t.description.is_empty() {
-                    name_words.join(" ")
-                } else {
-                    format!("{}. {}", name_words.join(" "), t.description)
-                };
                 println!(
                     "{}",
-                    serde_json::json!({"tool": t.name, "text": text, "words": words})
+                    serde_json::json!({"tool": t.name, "text": eval::tool_text(t), "words": words})
                 );
             }
             ExitCode::SUCCESS
@@ -205,6 +193,64 @@ fn main() -> ExitCode {
             println!("app: {:?} hint: {:?} ({took:.2?})", found.app, found.hint);
             ExitCode::SUCCESS
         }
+        "eval" if std::env::args().nth(2).as_deref() == Some("dump") => {
+            // Our top K (default 50) with scores and tool texts for every task of both
+            // evaluations, one JSON line each, for reranking offline (`embed/rerank_eval.py`).
+            use platform_catalog::eval;
+            let k = match std::env::args().nth(3).map(|s| s.parse::<usize>()) {
+                None => 50,
+                Some(Ok(k)) if k > 0 => k,
+                Some(_) => {
+                    eprintln!("catalog: eval dump K: K must be a positive count");
+                    return ExitCode::from(2);
+                }
+            };
+            let catalog = match catalog_core::Catalog::load(&out) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("catalog: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let resolver = eval::Resolver::new(&catalog);
+            let tool_tasks = eval::tool_tasks().into_iter().map(|t| {
+                let acc = eval::accepted(&resolver, &t);
+                let set = if t.tune { "tune" } else { "test" };
+                (t.id, set, t.no_operation_words, t.query, acc)
+            });
+            let first =
+                eval::regression_tasks()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (query, expected))| {
+                        let acc = expected
+                            .iter()
+                            .filter_map(|e| catalog.tool_index_of(e))
+                            .collect();
+                        (format!("first-{i}"), "first", false, query, acc)
+                    });
+            for (id, set, no_operation_words, query, acc) in tool_tasks.chain(first) {
+                let hits: Vec<serde_json::Value> = catalog
+                    .find(&query, None, k)
+                    .hits
+                    .into_iter()
+                    .map(|h| {
+                        let text = catalog.tool(&h.tool).map(eval::tool_text);
+                        serde_json::json!({"tool": h.tool, "score": h.score, "text": text})
+                    })
+                    .collect();
+                let accepted: Vec<&str> = acc
+                    .iter()
+                    .map(|&i: &usize| catalog.tools[i].name.as_str())
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::json!({"id": id, "set": set, "no_operation_words": no_operation_words,
+                                       "query": query, "hits": hits, "accepted": accepted})
+                );
+            }
+            ExitCode::SUCCESS
+        }
         "eval" => {
             // Our ranking on the evaluation (the tests add the BM25 baseline); `eval tune`
             // or `eval test` prints that half's misses.
@@ -227,24 +273,6 @@ fn main() -> ExitCode {
                     eval::Metrics::add(&mut tune, rank);
                 } else {
                     eval::Metrics::add(&mut test, rank);
-                }
-                if show.as_deref() == Some("dump") {
-                    // Development: the top 50 per task, for offline analysis.
-                    let hits: Vec<String> = catalog
-                        .find(&t.query, None, 50)
-                        .hits
-                        .into_iter()
-                        .map(|h| h.tool)
-                        .collect();
-                    let accepted: Vec<&str> = acc
-                        .iter()
-                        .map(|&i| catalog.tools[i].name.as_str())
-                        .collect();
-                    println!(
-                        "{}",
-                        serde_json::json!({"id": t.id, "query": t.query, "tune": t.tune,
-                                           "hits": hits, "accepted": accepted})
-                    );
                 }
                 let half = if t.tune { "tune" } else { "test" };
                 if rank != Some(0) && show.as_deref() == Some(half) {
@@ -269,7 +297,7 @@ fn main() -> ExitCode {
         }
         other => {
             eprintln!(
-                "usage: catalog [build|rebuild|stats|apps|tools PREFIX|texts|search QUERY [APP]|eval [tune|test]] (got {other:?})"
+                "usage: catalog [build|rebuild|stats|apps|tools PREFIX|texts|search QUERY [APP]|eval [tune|test|dump [K]]] (got {other:?})"
             );
             ExitCode::from(2)
         }
