@@ -1,8 +1,23 @@
 //! `catalog [build|stats]`: builds the catalog artifact (skipped when its inputs are unchanged),
 //! or loads it and reports load time, resident memory and counts.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Instant;
+
+/// Writes one line to standard output from `main`. A reader that closes the pipe early
+/// (`catalog texts | head`) ends the listing quietly; `println!` panics there.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("catalog: writing the output: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+}
 
 fn rss_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -39,7 +54,7 @@ fn main() -> ExitCode {
             match platform_catalog::ensure(&platform_catalog::package_dir(), &out) {
                 Ok(outcome) => {
                     let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
-                    println!(
+                    out!(
                         "catalog: {outcome:?} {} ({:.1} MiB) in {:.2?}",
                         out.display(),
                         size as f64 / 1048576.0,
@@ -71,14 +86,14 @@ fn main() -> ExitCode {
                 .unwrap_or_default();
             let after = rss_kib("VmRSS:").unwrap_or(0);
             let peak = rss_kib("VmHWM:").unwrap_or(0);
-            println!("artifact: {}", out.display());
-            println!("load: {load:.2?} wall{cpu}");
-            println!(
+            out!("artifact: {}", out.display());
+            out!("load: {load:.2?} wall{cpu}");
+            out!(
                 "resident: +{:.1} MiB after load (peak {:.1} MiB for the process)",
                 after.saturating_sub(before) as f64 / 1024.0,
                 peak as f64 / 1024.0
             );
-            println!(
+            out!(
                 "apps: {}, tools: {}, categories: {}, vocabulary: {}, postings: {}, aliases: {}",
                 catalog.apps.len(),
                 catalog.tools.len(),
@@ -93,7 +108,7 @@ fn main() -> ExitCode {
                 .iter()
                 .map(|t| t.description.len() + t.name.len() + t.path.len())
                 .sum();
-            println!(
+            out!(
                 "tool input schemas and examples (compressed, 16 tools a chunk): {:.1} MiB, names/paths/descriptions: {:.1} MiB",
                 schema as f64 / 1048576.0,
                 text as f64 / 1048576.0
@@ -110,7 +125,7 @@ fn main() -> ExitCode {
                 }
             };
             for t in catalog.tools.iter().filter(|t| t.name.starts_with(&prefix)) {
-                println!(
+                out!(
                     "{}\t{} {}\t{}",
                     t.name,
                     t.method.as_str(),
@@ -138,7 +153,7 @@ fn main() -> ExitCode {
                     .chain(catalog_core::text::words(&t.description))
                     .filter(|w| !catalog_core::text::is_stop_word(w))
                     .collect();
-                println!(
+                out!(
                     "{}",
                     serde_json::json!({"tool": t.name, "text": eval::tool_text(t), "words": words})
                 );
@@ -154,7 +169,7 @@ fn main() -> ExitCode {
                 }
             };
             for a in &catalog.apps {
-                println!(
+                out!(
                     "{}\t{}\t{}\t{}",
                     a.slug,
                     a.tools.1 - a.tools.0,
@@ -179,7 +194,7 @@ fn main() -> ExitCode {
             let took = t.elapsed();
             for h in &found.hits {
                 let tool = catalog.tool(&h.tool);
-                println!(
+                out!(
                     "{:7.2}  {:50} {} {}  [{}]  {}",
                     h.score,
                     h.tool,
@@ -190,7 +205,7 @@ fn main() -> ExitCode {
                         .unwrap_or_default()
                 );
             }
-            println!("app: {:?} hint: {:?} ({took:.2?})", found.app, found.hint);
+            out!("app: {:?} hint: {:?} ({took:.2?})", found.app, found.hint);
             ExitCode::SUCCESS
         }
         "eval" if std::env::args().nth(2).as_deref() == Some("dump") => {
@@ -243,7 +258,7 @@ fn main() -> ExitCode {
                     .iter()
                     .map(|&i: &usize| catalog.tools[i].name.as_str())
                     .collect();
-                println!(
+                out!(
                     "{}",
                     serde_json::json!({"id": id, "set": set, "no_operation_words": no_operation_words,
                                        "query": query, "hits": hits, "accepted": accepted})
@@ -282,12 +297,12 @@ fn main() -> ExitCode {
                         .into_iter()
                         .map(|h| h.tool)
                         .collect();
-                    println!("miss {} {:?} rank {rank:?} → {top:?}", t.id, t.query);
+                    out!("miss {} {:?} rank {rank:?} → {top:?}", t.id, t.query);
                 }
             }
             let (all, tune, test): (eval::Metrics, eval::Metrics, eval::Metrics) =
                 (all, tune, test);
-            println!(
+            out!(
                 "{}\n{}\n{}",
                 all.row("all"),
                 tune.row("tune"),
