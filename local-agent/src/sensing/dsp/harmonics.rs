@@ -235,25 +235,6 @@ impl BreathModel {
 /// `Σ a·b` in `f64` over four independent partial sums: the normal equations take ~2000 of
 /// these per window (64 regressors), and one running sum is bound by the adder's latency.
 fn dot(a: &[f32], b: &[f32]) -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx") {
-        // SAFETY: the CPU supports AVX (checked just above), the only requirement of `dot_avx`.
-        return unsafe { dot_avx(a, b) };
-    }
-    dot_sums(a, b)
-}
-
-/// [`dot_sums`] compiled for AVX: the four partial sums fit one register, twice the baseline's
-/// two-wide `f64` arithmetic. Same operations in the same order (AVX has no fused multiply-add,
-/// and Rust never contracts), so the same bits.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-fn dot_avx(a: &[f32], b: &[f32]) -> f64 {
-    dot_sums(a, b)
-}
-
-#[inline(always)]
-fn dot_sums(a: &[f32], b: &[f32]) -> f64 {
     let mut acc = [0.0f64; 4];
     let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
     let tail: f64 = ca
