@@ -337,11 +337,10 @@ impl RangeEstimator {
         let direct_s = (edge_b - edge_m) * bin_s;
         let occupied = self.mask.iter().filter(|m| **m).count().max(1);
         if update_background || self.warm < 30 {
-            for k in 0..n {
+            for (k, b) in bg.iter_mut().enumerate().take(n) {
                 let v = cur(k);
                 if v.re.is_finite() && v.im.is_finite() {
-                    let b = bg[k];
-                    bg[k] = b + (v - b) * BACKGROUND_ALPHA;
+                    *b = *b + (v - *b) * BACKGROUND_ALPHA;
                 }
             }
         }
