@@ -127,6 +127,12 @@ pub struct RangeEstimator {
     mbuf: Vec<Complex32>,
     scratch: Vec<Complex32>,
     mags: Vec<f32>,
+    /// Magnitudes of the background's and the mask's profiles (scratch).
+    edge_mags: Vec<f32>,
+    /// Tones the background held when `edge_m` was computed, and that mask profile's leading
+    /// edge (signed padded bins).
+    mask: Vec<bool>,
+    edge_m: f64,
     /// Scratch for the median of `mags`.
     sorted: Vec<f32>,
     /// Excess-path candidates of the latest consecutive gated ticks.
@@ -217,6 +223,9 @@ impl RangeEstimator {
             mbuf: Vec::new(),
             scratch: Vec::new(),
             mags: Vec::new(),
+            edge_mags: Vec::new(),
+            mask: Vec::new(),
+            edge_m: 0.0,
             sorted: Vec::new(),
             recent: std::collections::VecDeque::new(),
             range_m: None,
@@ -251,6 +260,7 @@ impl RangeEstimator {
             self.scratch = vec![Complex32::new(0.0, 0.0); fft.get_inplace_scratch_len()];
             self.fft = Some(fft);
             self.warm = 0;
+            self.mask.clear();
         }
         let cur = |k: usize| Complex32::new(h[2 * k], h[2 * k + 1]);
         if self.warm == 0 {
@@ -264,8 +274,10 @@ impl RangeEstimator {
         };
         let len = n * PAD;
         let bin_s = 1.0 / (len as f64 * SUBCARRIER_HZ);
+        // Taken out for the tick (not cloned: this runs every tick) and put back after its
+        // update below; everything before the update reads the previous background.
+        let mut bg = std::mem::take(&mut self.background);
         // The change and its delay profile (both signs), zero-padded.
-        let bg = self.background.clone();
         pad_into(&mut self.buf, n, |k| cur(k) - bg[k]);
         // Phase slope of the change across frequency-adjacent subcarriers.
         let mut acc = Complex32::new(0.0, 0.0);
@@ -292,28 +304,47 @@ impl RangeEstimator {
         // Background profile and the profile of the occupied-tone mask (a single path at 0 delay).
         pad_into(&mut self.bbuf, n, |k| bg[k]);
         fft.process_with_scratch(&mut self.bbuf, &mut self.scratch);
-        pad_into(&mut self.mbuf, n, |k| {
-            if bg[k].norm_sqr() > 0.0 {
-                Complex32::new(1.0, 0.0)
-            } else {
-                Complex32::new(0.0, 0.0)
-            }
-        });
-        fft.process_with_scratch(&mut self.mbuf, &mut self.scratch);
-        let bmags: Vec<f32> = self.bbuf.iter().map(|c| magnitude(*c)).collect();
-        let mmags: Vec<f32> = self.mbuf.iter().map(|c| magnitude(*c)).collect();
-        let edge_b = signed_bin(leading_edge(&bmags).rem_euclid(len as f64), len);
-        let edge_m = signed_bin(leading_edge(&mmags).rem_euclid(len as f64), len);
+        self.edge_mags.clear();
+        self.edge_mags
+            .extend(self.bbuf.iter().map(|c| magnitude(*c)));
+        let edge_b = signed_bin(leading_edge(&self.edge_mags).rem_euclid(len as f64), len);
+        // The mask's edge depends on which tones the background holds, which settles after the
+        // first ticks: transformed again only when the mask changes.
+        let mask_same = self.mask.len() == n
+            && self
+                .mask
+                .iter()
+                .zip(bg.iter())
+                .all(|(m, b)| *m == (b.norm_sqr() > 0.0));
+        if !mask_same {
+            self.mask.clear();
+            self.mask.extend(bg.iter().map(|b| b.norm_sqr() > 0.0));
+            let mask = &self.mask;
+            pad_into(&mut self.mbuf, n, |k| {
+                if mask[k] {
+                    Complex32::new(1.0, 0.0)
+                } else {
+                    Complex32::new(0.0, 0.0)
+                }
+            });
+            fft.process_with_scratch(&mut self.mbuf, &mut self.scratch);
+            self.edge_mags.clear();
+            self.edge_mags
+                .extend(self.mbuf.iter().map(|c| magnitude(*c)));
+            self.edge_m = signed_bin(leading_edge(&self.edge_mags).rem_euclid(len as f64), len);
+        }
+        let edge_m = self.edge_m;
         let direct_s = (edge_b - edge_m) * bin_s;
+        let occupied = self.mask.iter().filter(|m| **m).count().max(1);
         if update_background || self.warm < 30 {
-            for k in 0..n {
+            for (k, b) in bg.iter_mut().enumerate().take(n) {
                 let v = cur(k);
                 if v.re.is_finite() && v.im.is_finite() {
-                    let b = self.background[k];
-                    self.background[k] = b + (v - b) * BACKGROUND_ALPHA;
+                    *b = *b + (v - *b) * BACKGROUND_ALPHA;
                 }
             }
         }
+        self.background = bg;
         self.mags.clear();
         self.mags.extend(self.buf.iter().map(|c| magnitude(*c)));
         let (imax, pmax) =
@@ -359,7 +390,6 @@ impl RangeEstimator {
         // the 52 used tones of a 20 MHz LLTF. A change closer to the direct path than this is
         // not separable from it, and its measured delay is set by the sanitisation reference
         // and the other paths in the same cell, not by the body.
-        let occupied = bg.iter().filter(|b| b.norm_sqr() > 0.0).count().max(1);
         let cell_m = C / (occupied as f64 * SUBCARRIER_HZ);
         let excess_m = (slope_delay_s - direct_s) * C;
         let span_m = C / SUBCARRIER_HZ / 2.0;

@@ -147,6 +147,9 @@ pub const HEART_SERIES: usize = 32;
 pub const FULL_SCAN: usize = 128;
 /// Above [`FULL_SCAN`], this many series with the best running breathing-band quality are.
 pub const PRESELECT: usize = 32;
+const _: () = assert!(PRESELECT >= 1);
+/// Series prepared side by side from the ring (see `VitalsEstimator::prepare_lanes`).
+const LANES: usize = 4;
 
 /// The drift-free chest motion, low-passed above the breathing band so a person can see the
 /// breaths (the spectrum works on the unfiltered series). Runs once per analysis (1 s).
@@ -410,6 +413,8 @@ pub struct VitalsEstimator {
     spec_drift: Spectrum,
     drift: Vec<f32>,
     series: Vec<f32>,
+    /// [`LANES`] prepared series side by side, one sample of each per element.
+    lanes: Vec<[f32; LANES]>,
     combined: Vec<f32>,
     /// The breathing combination before its high-pass (the breath model is fitted on it).
     breath_raw: Vec<f32>,
@@ -463,6 +468,7 @@ impl VitalsEstimator {
             spec_drift: Spectrum::default(),
             drift: Vec::new(),
             series: Vec::new(),
+            lanes: Vec::new(),
             combined: Vec::new(),
             breath_raw: Vec::new(),
             scratch: Vec::new(),
@@ -648,18 +654,76 @@ impl VitalsEstimator {
     /// `self.series` (the spectrum detrends; Hampel runs on the combined series). Missing
     /// samples read as the mean.
     fn prepared_series(&mut self, k: usize, len: usize) {
-        let mut s = std::mem::take(&mut self.series);
-        self.copy_series(k, len, &mut s);
-        let finite = s.iter().filter(|v| v.is_finite()).count().max(1);
-        let mean = s.iter().filter(|v| v.is_finite()).sum::<f32>() / finite as f32;
-        s.iter_mut().for_each(|v| {
-            *v = if v.is_finite() { *v - mean } else { 0.0 };
-        });
-        let rms = (s.iter().map(|v| v * v).sum::<f32>() / len.max(1) as f32).sqrt();
-        if rms > 1e-9 {
-            s.iter_mut().for_each(|v| *v /= rms);
+        self.prepare_lanes(&[k], len);
+        self.lane_into_series(0);
+    }
+
+    /// Prepares up to [`LANES`] series at once (each exactly as [`Self::prepared_series`] does)
+    /// into `self.lanes`, one sample of every series side by side. Each series' sums keep their
+    /// order, so the values are bit for bit those of one series at a time; what changes is that
+    /// the ring (time-major, larger than L2) is walked once per batch instead of once per series,
+    /// and the latency-bound running sums of the batch's series overlap.
+    fn prepare_lanes(&mut self, ks: &[usize], len: usize) {
+        let mut x = std::mem::take(&mut self.lanes);
+        x.clear();
+        let ks = &ks[..ks.len().min(LANES)];
+        let n = self.n_series;
+        let (a, b) = self.window_slots(len);
+        for slot in a.chain(b) {
+            let row = &self.ring[slot * n..(slot + 1) * n];
+            let mut v = [0.0f32; LANES];
+            for (o, &k) in v.iter_mut().zip(ks) {
+                *o = row.get(k).copied().unwrap_or(f32::NAN);
+            }
+            x.push(v);
         }
-        self.series = s;
+        // `Iterator::sum` of `f32` starts from -0.0; so do these, to stay bit-identical.
+        let mut count = [0u32; LANES];
+        let mut sum = [-0.0f32; LANES];
+        for v in &x {
+            for j in 0..LANES {
+                let ok = v[j].is_finite();
+                count[j] += u32::from(ok);
+                sum[j] = if ok { sum[j] + v[j] } else { sum[j] };
+            }
+        }
+        let mut mean = [0.0f32; LANES];
+        for j in 0..LANES {
+            mean[j] = sum[j] / count[j].max(1) as f32;
+        }
+        let mut sq = [-0.0f32; LANES];
+        for v in x.iter_mut() {
+            for j in 0..LANES {
+                let d = if v[j].is_finite() {
+                    v[j] - mean[j]
+                } else {
+                    0.0
+                };
+                v[j] = d;
+                sq[j] += d * d;
+            }
+        }
+        // Dividing by 1 leaves a value as it is: series too flat to scale keep their values.
+        let mut div = [1.0f32; LANES];
+        for j in 0..LANES {
+            let rms = (sq[j] / len.max(1) as f32).sqrt();
+            if rms > 1e-9 {
+                div[j] = rms;
+            }
+        }
+        for v in x.iter_mut() {
+            for j in 0..LANES {
+                v[j] /= div[j];
+            }
+        }
+        self.lanes = x;
+    }
+
+    /// Copies lane `j` of `self.lanes` into `self.series`.
+    fn lane_into_series(&mut self, j: usize) {
+        self.series.clear();
+        self.series
+            .extend(self.lanes.iter().map(|v| v.get(j).copied().unwrap_or(0.0)));
     }
 
     fn valid_series(&self, k: usize, len: usize) -> bool {
@@ -682,13 +746,11 @@ impl VitalsEstimator {
         c.clear();
         c.extend((0..self.n_series).filter(|&k| self.valid_series(k, len)));
         if c.len() > FULL_SCAN {
-            // Each quality once, not twice per comparison (the order is the same: a stable sort
-            // on the same keys).
+            // Each quality once, not twice per comparison.
             let mut q = std::mem::take(&mut self.quality);
             q.clear();
             q.extend(self.stats.iter().map(BandStat::quality));
-            c.sort_by(|a, b| q[*b].total_cmp(&q[*a]));
-            c.truncate(PRESELECT);
+            preselect(&mut c, &q);
             self.quality = q;
         }
         self.candidates = c;
@@ -701,11 +763,14 @@ impl VitalsEstimator {
         self.candidate_series(len);
         let candidates = std::mem::take(&mut self.candidates);
         let mut spec = std::mem::take(&mut self.spec);
-        for &k in &candidates {
-            self.prepared_series(k, len);
-            self.fft_breath.power(&mut self.series, GRID_HZ, &mut spec);
-            if let Some(p) = spec.peak(band.0, band.1, &mut self.scratch) {
-                self.scored.push((p.snr, k, p.freq_hz));
+        for batch in candidates.chunks(LANES) {
+            self.prepare_lanes(batch, len);
+            for (j, &k) in batch.iter().enumerate() {
+                self.lane_into_series(j);
+                self.fft_breath.power(&mut self.series, GRID_HZ, &mut spec);
+                if let Some(p) = spec.peak(band.0, band.1, &mut self.scratch) {
+                    self.scored.push((p.snr, k, p.freq_hz));
+                }
             }
         }
         self.candidates = candidates;
@@ -784,8 +849,12 @@ impl VitalsEstimator {
         let candidates = std::mem::take(&mut self.candidates);
         let mut bp_k = std::mem::take(&mut self.bp_tmp);
         self.scored.clear();
-        for &k in &candidates {
-            self.prepared_series(k, len);
+        for (i, &k) in candidates.iter().enumerate() {
+            if i % LANES == 0 {
+                let end = (i + LANES).min(candidates.len());
+                self.prepare_lanes(&candidates[i..end], len);
+            }
+            self.lane_into_series(i % LANES);
             let x = &self.series;
             let d2 = x
                 .windows(3)
@@ -821,10 +890,13 @@ impl VitalsEstimator {
         let mut combined = std::mem::take(&mut self.combined);
         combined.clear();
         combined.resize(len, 0.0);
-        for (k, w) in sel.idx.iter().zip(sel.sign_weight.iter()) {
-            self.prepared_series(*k, len);
-            for (c, v) in combined.iter_mut().zip(self.series.iter()) {
-                *c += w * v;
+        // Per sample, the series are added in selection order, as one series at a time would.
+        for (ks, ws) in sel.idx.chunks(LANES).zip(sel.sign_weight.chunks(LANES)) {
+            self.prepare_lanes(ks, len);
+            for (c, v) in combined.iter_mut().zip(self.lanes.iter()) {
+                for (w, x) in ws.iter().zip(v) {
+                    *c += w * x;
+                }
             }
         }
         // One Hampel pass on the combination (spikes are common to all series: an AGC glitch
@@ -1070,6 +1142,20 @@ impl VitalsEstimator {
     }
 }
 
+/// Keeps the [`PRESELECT`] series of `c` (ascending indices) with the best quality `q`, best
+/// first: what a stable sort of all of them by falling quality puts first, ties in index order.
+/// Selected, then sorted, instead of sorting every series (672 on a 3 × 2 × 56 link): with the
+/// index as tie-break the order is total, so the unstable selection gives the same result.
+fn preselect(c: &mut Vec<usize>, q: &[f32]) {
+    let key = |k: &usize| q.get(*k).copied().unwrap_or(f32::NEG_INFINITY);
+    let order = |a: &usize, b: &usize| key(b).total_cmp(&key(a)).then(a.cmp(b));
+    if c.len() > PRESELECT {
+        c.select_nth_unstable_by(PRESELECT - 1, order);
+        c.truncate(PRESELECT);
+    }
+    c.sort_unstable_by(order);
+}
+
 /// Breathing folds 2:1: amplitude CSI can show the first harmonic above the fundamental; when a
 /// clear peak sits at half the frequency (still in band), that is the breathing rate.
 fn fold_half(spec: &Spectrum, p: Peak, scratch: &mut Vec<f32>) -> Peak {
@@ -1128,6 +1214,90 @@ mod tests {
             v.push_tick(&amps, &[], false);
         }
         v
+    }
+
+    /// The one-series-at-a-time preparation the lanes replaced, kept as the reference.
+    fn prepared_reference(v: &VitalsEstimator, k: usize, len: usize) -> Vec<f32> {
+        let mut s = Vec::new();
+        v.copy_series(k, len, &mut s);
+        let finite = s.iter().filter(|v| v.is_finite()).count().max(1);
+        let mean = s.iter().filter(|v| v.is_finite()).sum::<f32>() / finite as f32;
+        s.iter_mut().for_each(|v| {
+            *v = if v.is_finite() { *v - mean } else { 0.0 };
+        });
+        let rms = (s.iter().map(|v| v * v).sum::<f32>() / len.max(1) as f32).sqrt();
+        if rms > 1e-9 {
+            s.iter_mut().for_each(|v| *v /= rms);
+        }
+        s
+    }
+
+    #[test]
+    fn preselect_keeps_what_a_stable_sort_puts_first() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let Ok(noise) = Normal::new(0.0f32, 1.0) else {
+            panic!("normal")
+        };
+        for n in [5, 32, 33, 200, 672] {
+            // Coarse values so that ties are common, and the -0.0/0.0 pair `total_cmp` orders.
+            let q: Vec<f32> = (0..n)
+                .map(|i| match i % 17 {
+                    0 => 0.0,
+                    1 => -0.0,
+                    _ => (noise.sample(&mut rng) * 4.0).round(),
+                })
+                .collect();
+            let all: Vec<usize> = (0..n).filter(|k| k % 5 != 3).collect();
+            let mut want = all.clone();
+            want.sort_by(|a, b| q[*b].total_cmp(&q[*a]));
+            want.truncate(PRESELECT);
+            let mut got = all;
+            preselect(&mut got, &q);
+            assert_eq!(got, want, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn lanes_prepare_series_bit_for_bit() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let Ok(noise) = Normal::new(0.0f32, 1.0) else {
+            panic!("normal")
+        };
+        let mut v = VitalsEstimator::new(VitalsConfig::default());
+        // Amplitudes with gaps, flat series, signed zeros and phases that drift far from zero.
+        let (mut amps, mut phases) = (vec![0.0f32; 9], vec![0.0f32; 7]);
+        for i in 0..420 {
+            for (k, a) in amps.iter_mut().enumerate() {
+                *a = match k {
+                    0 => 1.0,
+                    1 if i % 13 == 0 => f32::NAN,
+                    2 if i % 50 < 3 => 0.0,
+                    _ => 1.0 + 0.3 * noise.sample(&mut rng),
+                };
+            }
+            for (k, p) in phases.iter_mut().enumerate() {
+                *p = match k {
+                    0 => -0.0,
+                    1 if i % 7 == 0 => f32::INFINITY,
+                    _ => 100.0 * k as f32 + 0.01 * i as f32 + noise.sample(&mut rng),
+                };
+            }
+            v.push_tick(&amps, &phases, false);
+        }
+        let all: Vec<usize> = (0..16).collect();
+        for len in [1, 17, 240, 300, 400] {
+            for batch in all.chunks(3).chain(all.chunks(LANES)) {
+                v.prepare_lanes(batch, len);
+                for (j, &k) in batch.iter().enumerate() {
+                    v.lane_into_series(j);
+                    let want = prepared_reference(&v, k, len);
+                    assert_eq!(v.series.len(), want.len());
+                    for (a, b) in v.series.iter().zip(&want) {
+                        assert_eq!(a.to_bits(), b.to_bits(), "series {k}, len {len}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
