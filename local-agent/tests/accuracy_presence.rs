@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use local_agent::sensing::csi::parse_npz;
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
 use local_agent::sensing::source::simulator::{Activity, BodyAction, Segment, SimConfig};
-use sim_support::{present_and_vitals, run};
+use sim_support::{present_and_vitals, run, still_ten_minutes_scene};
 
 /// Runs `f` for each seed on its own thread (the runs are independent and long) and returns the
 /// results in seed order.
@@ -37,25 +37,7 @@ fn per_seed<T: Send>(seeds: &[u64], f: impl Fn(u64) -> T + Sync) -> Vec<T> {
 /// parallel) and returns (seed, seated ticks, present, breathing rate shown).
 fn still_ten_minutes(seeds: &[u64]) -> Vec<(u64, usize, usize, usize)> {
     per_seed(seeds, |seed| {
-        let cfg = SimConfig {
-            seed,
-            rate_hz: 25.0,
-            breathing_depth_m: 0.004,
-            script: vec![
-                Segment {
-                    duration_s: 20.0,
-                    activity: Activity::Walk,
-                },
-                Segment {
-                    duration_s: 600.0,
-                    activity: Activity::SitStill {
-                        breathing_bpm: 11.0 + seed as f64 % 7.0,
-                        heart_bpm: 70.0,
-                    },
-                },
-            ],
-            ..SimConfig::default()
-        };
+        let cfg = still_ten_minutes_scene(seed);
         let ticks = run(cfg, PipelineConfig::default());
         let seated: Vec<_> = ticks
             .iter()

@@ -8,10 +8,11 @@
 //! Study tuning seeds only: the scored seeds (41–44, 53–60, 201–216) are read through
 //! `tests/accuracy_presence.rs`'s totals.
 
+mod sim_support;
+
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
-use local_agent::sensing::source::simulator::{
-    Activity, BodyAction, Segment, SimConfig, Simulator,
-};
+use local_agent::sensing::source::simulator::{BodyAction, Simulator};
+use sim_support::still_ten_minutes_scene;
 
 fn seeds() -> Vec<u64> {
     let spec = std::env::var("STILL_SEEDS").unwrap_or_else(|_| "61-64".into());
@@ -43,25 +44,7 @@ struct Row {
 }
 
 fn play(seed: u64) -> Vec<Row> {
-    let cfg = SimConfig {
-        seed,
-        rate_hz: 25.0,
-        breathing_depth_m: 0.004,
-        script: vec![
-            Segment {
-                duration_s: 20.0,
-                activity: Activity::Walk,
-            },
-            Segment {
-                duration_s: 600.0,
-                activity: Activity::SitStill {
-                    breathing_bpm: 11.0 + seed as f64 % 7.0,
-                    heart_bpm: 70.0,
-                },
-            },
-        ],
-        ..SimConfig::default()
-    };
+    let cfg = still_ten_minutes_scene(seed);
     let mut sim = Simulator::new(cfg);
     let mut p = Pipeline::new(PipelineConfig::default());
     let mut out = Vec::new();

@@ -42,6 +42,13 @@ fn thread_cpu_ns() -> Option<u64> {
         .ok()
 }
 
+/// Loads the built artifact for a subcommand, reporting a failure on standard error.
+fn load(out: &std::path::Path) -> Option<catalog_core::Catalog> {
+    catalog_core::Catalog::load(out)
+        .map_err(|e| eprintln!("catalog: {e}"))
+        .ok()
+}
+
 fn main() -> ExitCode {
     let cmd = std::env::args().nth(1).unwrap_or_else(|| "build".into());
     let out = platform_catalog::artifact_path();
@@ -72,12 +79,8 @@ fn main() -> ExitCode {
             let before = rss_kib("VmRSS:").unwrap_or(0);
             let cpu = thread_cpu_ns();
             let t = Instant::now();
-            let catalog = match catalog_core::Catalog::load(&out) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("catalog: {e}");
-                    return ExitCode::FAILURE;
-                }
+            let Some(catalog) = load(&out) else {
+                return ExitCode::FAILURE;
             };
             let load = t.elapsed();
             let cpu = cpu
@@ -117,12 +120,8 @@ fn main() -> ExitCode {
         }
         "tools" => {
             let prefix = std::env::args().nth(2).unwrap_or_default();
-            let catalog = match catalog_core::Catalog::load(&out) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("catalog: {e}");
-                    return ExitCode::FAILURE;
-                }
+            let Some(catalog) = load(&out) else {
+                return ExitCode::FAILURE;
             };
             for t in catalog.tools.iter().filter(|t| t.name.starts_with(&prefix)) {
                 out!(
@@ -140,12 +139,8 @@ fn main() -> ExitCode {
             // One JSON line per tool: the text a sentence encoder reads (operation name in
             // words, then the description) and the words the build embeds for the tool's
             // vector (stop words dropped), for `embed/tokenlearn.py`.
-            let catalog = match catalog_core::Catalog::load(&out) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("catalog: {e}");
-                    return ExitCode::FAILURE;
-                }
+            let Some(catalog) = load(&out) else {
+                return ExitCode::FAILURE;
             };
             for t in &catalog.tools {
                 let words: Vec<String> = catalog_core::text::words(&eval::operation_name(t))
@@ -161,12 +156,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         "apps" => {
-            let catalog = match catalog_core::Catalog::load(&out) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("catalog: {e}");
-                    return ExitCode::FAILURE;
-                }
+            let Some(catalog) = load(&out) else {
+                return ExitCode::FAILURE;
             };
             for a in &catalog.apps {
                 out!(
@@ -182,12 +173,8 @@ fn main() -> ExitCode {
         "search" => {
             let query = std::env::args().nth(2).unwrap_or_default();
             let app = std::env::args().nth(3);
-            let catalog = match catalog_core::Catalog::load(&out) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("catalog: {e}");
-                    return ExitCode::FAILURE;
-                }
+            let Some(catalog) = load(&out) else {
+                return ExitCode::FAILURE;
             };
             let t = Instant::now();
             let found = catalog.find(&query, app.as_deref(), 5);
@@ -220,12 +207,8 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let catalog = match catalog_core::Catalog::load(&out) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("catalog: {e}");
-                    return ExitCode::FAILURE;
-                }
+            let Some(catalog) = load(&out) else {
+                return ExitCode::FAILURE;
             };
             let resolver = eval::Resolver::new(&catalog);
             let tool_tasks = eval::tool_tasks().into_iter().map(|t| {
@@ -271,12 +254,8 @@ fn main() -> ExitCode {
             // or `eval test` prints that half's misses.
             use platform_catalog::eval;
             let show = std::env::args().nth(2);
-            let catalog = match catalog_core::Catalog::load(&out) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("catalog: {e}");
-                    return ExitCode::FAILURE;
-                }
+            let Some(catalog) = load(&out) else {
+                return ExitCode::FAILURE;
             };
             let resolver = eval::Resolver::new(&catalog);
             let (mut all, mut tune, mut test) = Default::default();

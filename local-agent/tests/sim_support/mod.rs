@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 use local_agent::sensing::pipeline::{Estimates, Pipeline, PipelineConfig};
-use local_agent::sensing::source::simulator::{GroundTruth, SimConfig, Simulator};
+use local_agent::sensing::source::simulator::{
+    Activity, GroundTruth, Segment, SimConfig, Simulator,
+};
 
 /// One evaluation tick (every 0.1 s of scene time).
 pub struct Tick {
@@ -54,3 +56,28 @@ pub const VITAL_RATES: [(f64, f64); 5] = [
     (20.0, 85.0),
     (25.0, 95.0),
 ];
+
+/// The still-person scene of issue 19: walks in for 20 s, then sits still for 10 minutes
+/// breathing at 4 mm (11–17 br/min by seed), 25 packets/s. `accuracy_presence` scores it and
+/// `diag_still` studies it; both must play the same scene.
+pub fn still_ten_minutes_scene(seed: u64) -> SimConfig {
+    SimConfig {
+        seed,
+        rate_hz: 25.0,
+        breathing_depth_m: 0.004,
+        script: vec![
+            Segment {
+                duration_s: 20.0,
+                activity: Activity::Walk,
+            },
+            Segment {
+                duration_s: 600.0,
+                activity: Activity::SitStill {
+                    breathing_bpm: 11.0 + seed as f64 % 7.0,
+                    heart_bpm: 70.0,
+                },
+            },
+        ],
+        ..SimConfig::default()
+    }
+}
