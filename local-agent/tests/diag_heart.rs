@@ -21,10 +21,11 @@
 //! arc demodulation of the sanitised complex CSI) and the peak SNR distribution of the
 //! heartbeat-free run (what a false peak reaches).
 
+mod arc_support;
 mod ecg_support;
 
+use arc_support as arc;
 use ecg_support::{Stream, records, stream};
-use local_agent::sensing::dsp::arc;
 use local_agent::sensing::dsp::filter::BandPass;
 use local_agent::sensing::dsp::harmonics::BreathModel;
 use local_agent::sensing::dsp::spectrum::{Spectrum, SpectrumAnalyzer};
@@ -162,7 +163,7 @@ fn alt_combination(w: &[Vec<f32>], fb: f32) -> Option<Vec<f32>> {
 
 use num_complex::Complex32;
 
-/// Arc demodulation: per tone, the circle the chest-moved paths trace (`dsp::arc`), the angle
+/// Arc demodulation: per tone, the circle the chest-moved paths trace (`arc_support`), the angle
 /// around its centre (linear in path length), combined over tones with inverse-noise weights.
 fn arc_combination(cells: &[Vec<Complex32>]) -> Option<Vec<f32>> {
     let n = cells.len();

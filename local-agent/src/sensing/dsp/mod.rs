@@ -4,7 +4,6 @@
 //! signals so the estimators can be reasoned about piece by piece.
 
 pub mod angle;
-pub mod arc;
 pub mod beats;
 pub mod filter;
 pub mod hampel;

@@ -9,6 +9,12 @@
 //! fit the circle over a window (algebraic Kåsa fit, refined by a few Gauss–Newton steps on the
 //! geometric distances, which removes Kåsa's bias toward small circles on short, noisy arcs),
 //! then unwrap the angle about the fitted centre.
+//!
+//! Test support, not production code: the heart path tried it and did not keep it (local-agent
+//! README, "Heart rate on a multi-antenna 5 GHz link"); `diag_heart` still uses it.
+
+// The diagnostic uses only part of it.
+#![allow(dead_code)]
 
 use num_complex::Complex32;
 
