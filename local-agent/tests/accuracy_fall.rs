@@ -11,7 +11,7 @@ mod sim_support;
 
 use local_agent::sensing::fall::{AlarmEntry, FallAlarm, FallConfig, FallMonitor};
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
-use local_agent::sensing::source::simulator::{SimConfig, Simulator};
+use local_agent::sensing::source::simulator::{NoiseModel, SimConfig, Simulator};
 
 /// The seeds the fall thresholds (`FallConfig::default`) were tuned on.
 const TUNING: std::ops::RangeInclusive<u64> = 1..=40;
@@ -31,6 +31,8 @@ struct Bounds {
     sitfast: (usize, usize),
     liebed: (usize, usize),
     leave: (usize, usize),
+    /// Unseen runs with a no-breathing alarm.
+    no_breathing: usize,
 }
 const BURST: Bounds = Bounds {
     falls_tuned: 34,
@@ -38,6 +40,7 @@ const BURST: Bounds = Bounds {
     sitfast: (16, 37),
     liebed: (1, 1),
     leave: (3, 4),
+    no_breathing: 0,
 };
 const FAST: Bounds = Bounds {
     falls_tuned: 34,
@@ -45,6 +48,25 @@ const FAST: Bounds = Bounds {
     sitfast: (3, 7),
     liebed: (0, 0),
     leave: (0, 0),
+    no_breathing: 0,
+};
+/// Under the measured noise model, unseen seeds only (the tuning figures are not asserted:
+/// `NOISE=measured` runs `diag_fall.rs` on them).
+const MEASURED_BURST: Bounds = Bounds {
+    falls_tuned: 0,
+    falls_unseen: 10,
+    sitfast: (40, 4),
+    liebed: (40, 0),
+    leave: (40, 2),
+    no_breathing: 0,
+};
+const MEASURED_FAST: Bounds = Bounds {
+    falls_tuned: 0,
+    falls_unseen: 21,
+    sitfast: (40, 6),
+    liebed: (40, 1),
+    leave: (40, 0),
+    no_breathing: 0,
 };
 
 struct Run {
@@ -55,8 +77,9 @@ struct Run {
     impact_t: Option<f64>,
 }
 
-fn run(scene: &str, seed: u64) -> Run {
-    let cfg = SimConfig::for_scene(scene, seed).unwrap();
+fn run(scene: &str, seed: u64, noise: &NoiseModel) -> Run {
+    let mut cfg = SimConfig::for_scene(scene, seed).unwrap();
+    cfg.noise = noise.clone();
     let mut sim = Simulator::new(cfg);
     let mut p = Pipeline::new(PipelineConfig::default());
     let mut m = FallMonitor::new(FallConfig::default());
@@ -89,16 +112,34 @@ fn run(scene: &str, seed: u64) -> Run {
 }
 
 fn runs(scene: &str) -> Vec<Run> {
-    SEEDS.map(|seed| run(scene, seed)).collect()
+    SEEDS
+        .map(|seed| run(scene, seed, &NoiseModel::white()))
+        .collect()
 }
 
-/// Seeds in parallel (two threads: the machine has two cores).
+/// Seeds in parallel (two threads: the machine has two cores), white noise.
 fn runs_over(scene: &str, seeds: impl IntoIterator<Item = u64>) -> Vec<(u64, Run)> {
+    runs_under(scene, seeds, &NoiseModel::white())
+}
+
+fn runs_under(
+    scene: &str,
+    seeds: impl IntoIterator<Item = u64>,
+    noise: &NoiseModel,
+) -> Vec<(u64, Run)> {
     let seeds: Vec<u64> = seeds.into_iter().collect();
     let (a, b) = seeds.split_at(seeds.len() / 2);
     std::thread::scope(|s| {
-        let h1 = s.spawn(|| a.iter().map(|&k| (k, run(scene, k))).collect::<Vec<_>>());
-        let h2 = s.spawn(|| b.iter().map(|&k| (k, run(scene, k))).collect::<Vec<_>>());
+        let h1 = s.spawn(|| {
+            a.iter()
+                .map(|&k| (k, run(scene, k, noise)))
+                .collect::<Vec<_>>()
+        });
+        let h2 = s.spawn(|| {
+            b.iter()
+                .map(|&k| (k, run(scene, k, noise)))
+                .collect::<Vec<_>>()
+        });
         let mut out = h1.join().expect("thread");
         out.extend(h2.join().expect("thread"));
         out
@@ -270,19 +311,39 @@ fn breathing_that_stops_raises_no_breathing_within_the_delay_plus_5_s() {
 /// bounds hold each rule's measured figures.
 #[test]
 fn falls_on_unseen_seeds() {
+    score_unseen("white", &NoiseModel::white(), &BURST, &FAST);
+}
+
+/// The same seeds under the noise measured on real quiet rooms (`NoiseModel::measured()`:
+/// correlated across subcarriers, a per-packet tilt of the spectrum, interference on 0.4 % of
+/// packets). Nothing was tuned on these runs. Measured 2026-11-26: default (burst) rule 10 of 60
+/// falls, fall alerts after sit-fast 4/60, lie-bed 0/60, leave 2/60; fast-motion rule 21 of 60,
+/// 6, 1 and 0; no no-breathing alarm. Far from the white-noise figures: see the README's
+/// "Fall, unseen seeds" row for what was tried against it and why nothing was kept.
+#[test]
+fn falls_on_unseen_seeds_under_measured_noise() {
+    score_unseen(
+        "measured",
+        &NoiseModel::measured(),
+        &MEASURED_BURST,
+        &MEASURED_FAST,
+    );
+}
+
+fn score_unseen(label: &str, noise: &NoiseModel, burst_bounds: &Bounds, fast_bounds: &Bounds) {
     let seeds = || UNSEEN.iter().flat_map(|r| r.clone());
-    let falls = runs_over("fall", seeds());
+    let falls = runs_under("fall", seeds(), noise);
     let (hit, _) = detected(&falls);
     let missed: Vec<u64> = seeds().filter(|k| !hit.contains(k)).collect();
     println!(
-        "unseen falls: detected {}/{} within {} s, missed {missed:?}",
+        "{label} noise, unseen falls: detected {}/{} within {} s, missed {missed:?}",
         hit.len(),
         falls.len(),
         FallConfig::default().fallen_after_s + 5.0
     );
     let (cand_hit, _) = detected_by(&falls, true);
     println!(
-        "unseen falls, fast-motion rule: detected {}/{}, missed {:?}",
+        "{label} noise, unseen falls, fast-motion rule: detected {}/{}, missed {:?}",
         cand_hit.len(),
         falls.len(),
         seeds()
@@ -291,46 +352,49 @@ fn falls_on_unseen_seeds() {
     );
     let mut false_alarms = Vec::new();
     for scene in ["sit-fast", "lie-bed", "leave"] {
-        let runs = runs_over(scene, seeds());
+        let runs = runs_under(scene, seeds(), noise);
         let fall_alerts = alarmed(&runs, FallAlarm::Fall);
         let nb = alarmed(&runs, FallAlarm::NoBreathing);
         println!(
-            "unseen {scene}: fall alerts in {}/{} runs {fall_alerts:?}, no-breathing in {} {nb:?}",
+            "{label} noise, unseen {scene}: fall alerts in {}/{} runs {fall_alerts:?}, no-breathing in {} {nb:?}",
             fall_alerts.len(),
             runs.len(),
             nb.len()
         );
         let cand = alarmed_by(&runs, FallAlarm::Fall, true);
         println!(
-            "unseen {scene}, fast-motion rule: fall alerts in {}/{} runs {cand:?}",
+            "{label} noise, unseen {scene}, fast-motion rule: fall alerts in {}/{} runs {cand:?}",
             cand.len(),
             runs.len()
         );
         false_alarms.push((scene, fall_alerts.len(), cand.len(), nb.len()));
     }
     assert!(
-        hit.len() >= BURST.falls_unseen,
+        hit.len() >= burst_bounds.falls_unseen,
         "detected {} of {}",
         hit.len(),
         falls.len()
     );
     assert!(
-        cand_hit.len() >= FAST.falls_unseen,
+        cand_hit.len() >= fast_bounds.falls_unseen,
         "fast-motion rule: detected {} of {}",
         cand_hit.len(),
         falls.len()
     );
     for (scene, fall_alerts, fast_alerts, nb) in false_alarms {
         let (burst, fast) = match scene {
-            "sit-fast" => (BURST.sitfast.1, FAST.sitfast.1),
-            "lie-bed" => (BURST.liebed.1, FAST.liebed.1),
-            _ => (BURST.leave.1, FAST.leave.1),
+            "sit-fast" => (burst_bounds.sitfast.1, fast_bounds.sitfast.1),
+            "lie-bed" => (burst_bounds.liebed.1, fast_bounds.liebed.1),
+            _ => (burst_bounds.leave.1, fast_bounds.leave.1),
         };
         assert!(fall_alerts <= burst, "{scene}: {fall_alerts} fall alerts");
         assert!(
             fast_alerts <= fast,
             "{scene}: {fast_alerts} fall alerts under the fast-motion rule"
         );
-        assert_eq!(nb, 0, "{scene}: no-breathing alarms");
+        assert!(
+            nb <= burst_bounds.no_breathing,
+            "{scene}: no-breathing alarms in {nb} runs"
+        );
     }
 }
