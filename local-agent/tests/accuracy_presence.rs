@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use local_agent::sensing::csi::parse_npz;
 use local_agent::sensing::pipeline::{Pipeline, PipelineConfig};
+use local_agent::sensing::presence;
 use local_agent::sensing::source::simulator::{Activity, BodyAction, Segment, SimConfig};
 use sim_support::{present_and_vitals, run, still_ten_minutes_scene};
 
@@ -106,6 +107,118 @@ fn a_still_person_stays_present_on_a_fresh_set() {
 
 /// See `a_still_person_stays_present_on_a_fresh_set`.
 const FRESH_BOUND: f64 = 0.935;
+
+/// Someone who sat still for two and a half minutes (long enough for every breathing window to
+/// fill) walks out: once the still bridge has run out the room should read empty and stay empty
+/// for the four minutes after. Found 2026-11-26 and **not met**: on seeds 1–16 seed 9 reads
+/// present again on 1,016 ticks (about 100 s) after the bridge, and on seeds 17–56, run to see
+/// how common it is, 5 of 40 did (17, 19, 31, 46, 54; 3,681 ticks). In each case the just-emptied
+/// room passed the breathing gates (seed 9: SNR 10–35 at coherence 0.3–0.7 under the still cue's
+/// hold floor; seed 19: a "clear" breath at 8 br/min, SNR 62, coherence 0.89), the same thing
+/// `ten_quiet_minutes_on_forty_more_seeds` measures in rooms nobody entered. The bound holds
+/// the measured figures so that a regression fails.
+#[test]
+fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
+    let seeds: Vec<u64> = (1..=16).collect();
+    let late: Vec<(u64, usize, Option<f64>)> = per_seed(&seeds, |seed| {
+        let cfg = SimConfig {
+            seed,
+            rate_hz: 25.0,
+            breathing_depth_m: 0.004,
+            script: vec![
+                Segment {
+                    duration_s: 150.0,
+                    activity: Activity::SitStill {
+                        breathing_bpm: 11.0 + seed as f64 % 7.0,
+                        heart_bpm: 70.0,
+                    },
+                },
+                Segment {
+                    duration_s: 10.0,
+                    activity: Activity::Leave,
+                },
+                Segment {
+                    duration_s: 240.0,
+                    activity: Activity::Absent,
+                },
+            ],
+            ..SimConfig::default()
+        };
+        let ticks = run(cfg, PipelineConfig::default());
+        let gone = ticks
+            .iter()
+            .find(|t| t.truth.segment == 2 && !t.truth.present)
+            .map_or(f64::INFINITY, |t| t.t);
+        // The bridge holds a still room for 75 s after the last motion; allow the debounce.
+        let after: Vec<&sim_support::Tick> = ticks
+            .iter()
+            .filter(|t| t.t > gone + presence::STILL_BRIDGE_S + 1.0)
+            .collect();
+        let present = after.iter().filter(|t| t.est.present).count();
+        let last = ticks
+            .iter()
+            .rev()
+            .find(|t| t.est.present)
+            .map(|t| t.t - gone);
+        (seed, present, last)
+    });
+    for (seed, present, last) in &late {
+        eprintln!(
+            "walk-out seed {seed}: present on {present} ticks after the bridge, last present {last:?} s after leaving"
+        );
+    }
+    let held: Vec<&(u64, usize, Option<f64>)> = late.iter().filter(|(_, p, _)| *p > 0).collect();
+    let ticks: usize = held.iter().map(|(_, p, _)| p).sum();
+    eprintln!(
+        "walk-outs, seeds 1-16: {} read present after the bridge, on {ticks} ticks",
+        held.len()
+    );
+    assert!(held.len() <= 1 && ticks <= 1_100, "{held:?}");
+}
+
+/// The ten quiet minutes of `ten_quiet_minutes_stay_empty` on forty seeds that no presence or
+/// vitals rule was tuned or scored on (17–56), first run 2026-11-26. The target (0 presence, 0
+/// vitals on every tick) is **not met**: 8 of the 40 rooms read present at some point (seeds 17,
+/// 19, 27, 31, 37, 54, 55, 56; 13,444 of 240,000 ticks, 5.6 %) and 7 of them show a breathing
+/// rate (1,186 ticks). Each begins with the empty room passing the breathing gates: the
+/// simulator's creeping reflection (one path, so coherent on every subcarrier) wanders slowly
+/// enough to leave a narrow peak at 6–9 br/min now and then (seed 19 at 200 s: SNR 62,
+/// coherence 0.89, a "clear" breath), and the still cue then holds the room on cues of 10–50,
+/// above its floor of 6, which the 3.4 s calibration never raises because no 30 s breathing
+/// window exists yet while it runs. Seeds 1–16, on which the breathing rules were tuned and
+/// scored, are clean. The bound holds the measured figures so that a regression fails.
+#[test]
+fn ten_quiet_minutes_on_forty_more_seeds() {
+    let seeds: Vec<u64> = (17..=56).collect();
+    let results: Vec<(u64, usize, usize)> = per_seed(&seeds, |seed| {
+        let cfg = SimConfig {
+            seed,
+            rate_hz: 25.0,
+            script: vec![Segment {
+                duration_s: 600.0,
+                activity: Activity::Absent,
+            }],
+            ..SimConfig::default()
+        };
+        let ticks = run(cfg, PipelineConfig::default());
+        let (present, vitals) = present_and_vitals(&ticks);
+        (seed, present, vitals)
+    });
+    let bad: Vec<&(u64, usize, usize)> = results
+        .iter()
+        .filter(|(_, p, v)| *p > 0 || *v > 0)
+        .collect();
+    let present: usize = bad.iter().map(|r| r.1).sum();
+    let vitals: usize = bad.iter().map(|r| r.2).sum();
+    eprintln!(
+        "quiet 10 min, seeds 17-56: {} of 40 rooms read present at some point, on {present} of 240000 ticks; vitals on {vitals}: {bad:?}",
+        bad.len()
+    );
+    assert!(
+        bad.len() <= 8 && present <= 13_500 && vitals <= 1_200,
+        "{bad:?}"
+    );
+}
 
 #[test]
 fn the_simulated_empty_room_is_empty_on_every_tick() {
