@@ -111,8 +111,10 @@ const FRESH_BOUND: f64 = 0.935;
 /// Someone who sat still for two and a half minutes (long enough for every breathing window to
 /// fill) walks out: once the still bridge has run out the room should read empty and stay empty
 /// for the four minutes after. Found 2026-11-26 and **not met**: on seeds 1–16 seed 9 reads
-/// present again on 1,016 ticks (about 100 s) after the bridge, and on seeds 17–56, run to see
-/// how common it is, 5 of 40 did (17, 19, 31, 46, 54; 3,681 ticks). In each case the just-emptied
+/// present again on 1,016 ticks (about 100 s) after the bridge (440 since the still cue learns
+/// the empty room's level while it reads empty: `sensing::still::EMPTY_WINDOW`), and on seeds
+/// 17–56, run to see how common it is, 5 of 40 did (17, 19, 31, 46, 54; 3,681 ticks, unchanged
+/// by that rule: it needs a minute of the room read empty before it counts). In each case the just-emptied
 /// room passed the breathing gates (seed 9: SNR 10–35 at coherence 0.3–0.7 under the still cue's
 /// hold floor; seed 19: a "clear" breath at 8 br/min, SNR 62, coherence 0.89), the same thing
 /// `ten_quiet_minutes_on_forty_more_seeds` measures in rooms nobody entered. The bound holds
@@ -173,20 +175,21 @@ fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
         "walk-outs, seeds 1-16: {} read present after the bridge, on {ticks} ticks",
         held.len()
     );
-    assert!(held.len() <= 1 && ticks <= 1_100, "{held:?}");
+    assert!(held.len() <= 1 && ticks <= 500, "{held:?}");
 }
 
 /// The ten quiet minutes of `ten_quiet_minutes_stay_empty` on forty seeds that no presence or
 /// vitals rule was tuned or scored on (17–56), first run 2026-11-26. The target (0 presence, 0
 /// vitals on every tick) is **not met**: 8 of the 40 rooms read present at some point (seeds 17,
-/// 19, 27, 31, 37, 54, 55, 56; 13,444 of 240,000 ticks, 5.6 %) and 7 of them show a breathing
-/// rate (1,186 ticks). Each begins with the empty room passing the breathing gates: the
-/// simulator's creeping reflection (one path, so coherent on every subcarrier) wanders slowly
-/// enough to leave a narrow peak at 6–9 br/min now and then (seed 19 at 200 s: SNR 62,
-/// coherence 0.89, a "clear" breath), and the still cue then holds the room on cues of 10–50,
-/// above its floor of 6, which the 3.4 s calibration never raises because no 30 s breathing
-/// window exists yet while it runs. Seeds 1–16, on which the breathing rules were tuned and
-/// scored, are clean. The bound holds the measured figures so that a regression fails.
+/// 19, 27, 31, 37, 54, 55, 56) and 7 of them show a breathing rate. Each begins with the empty
+/// room passing the breathing gates: the simulator's creeping reflection (one path, so coherent
+/// on every subcarrier) wanders slowly enough to leave a narrow peak at 6–9 br/min now and then
+/// (seed 19 at 200 s: SNR 62, coherence 0.89, a "clear" breath), and the still cue then held the
+/// room on cues of 10–50, above its floor of 6: 13,444 of 240,000 ticks (5.6 %), vitals on 1,186.
+/// Since the cue's bar follows what the room showed while it read empty
+/// (`sensing::still::EMPTY_WINDOW`): 6,231 ticks (2.6 %), vitals on 1,150. Seeds 1–16, on which
+/// the breathing rules were tuned and scored, are clean. The bound holds the measured figures so
+/// that a regression fails.
 #[test]
 fn ten_quiet_minutes_on_forty_more_seeds() {
     let seeds: Vec<u64> = (17..=56).collect();
@@ -215,7 +218,7 @@ fn ten_quiet_minutes_on_forty_more_seeds() {
         bad.len()
     );
     assert!(
-        bad.len() <= 8 && present <= 13_500 && vitals <= 1_200,
+        bad.len() <= 8 && present <= 6_300 && vitals <= 1_160,
         "{bad:?}"
     );
 }
