@@ -10,9 +10,9 @@
 //! transitions are where a fall detector false-alarms; long stretches of unchanged stillness are
 //! covered by the sleep segments' caps. Frames, pipeline and monitor are the real ones, at full
 //! rate; the monitor sees the estimates every 0.1 s of scene time as the runner would.
-//! `the_whole_day_raises_no_alarm_and_no_presence_while_away` plays the uncapped 24 h: 0 alarms (measured 2026-11-22; before
-//! the fall monitor required a breathing track held since the stillness began it raised 4 false
-//! `no_breathing` alarms while asleep). It takes about 3 min in the dev profile on the shared
+//! `the_whole_day_raises_no_alarm_and_no_presence_while_away` plays the uncapped 24 h: 0 alarms
+//! (measured 2026-11-22; before the fall monitor required a breathing track held since the
+//! stillness began it raised 4 false `no_breathing` alarms while asleep). It takes about 3 min in the dev profile on the shared
 //! machine, one thread the whole time; it runs in CI all the same, because "no false alarm over a
 //! whole day" is the promise. `the_first_twenty_minutes_asleep_raise_no_alarm` plays the start of
 //! the day's night (where the first of those alarms fell) for four more seeds in parallel.

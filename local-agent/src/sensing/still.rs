@@ -178,9 +178,7 @@ impl StillCue {
         }
         self.armed
     }
-}
 
-impl StillCue {
     /// One cue sample from a room read empty: the running reference follows what this room's
     /// breathing band shows with nobody in it (the calibration's few seconds hold no breathing
     /// window at all, so that reference is rarely learned).
