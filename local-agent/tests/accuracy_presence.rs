@@ -117,8 +117,11 @@ const FRESH_BOUND: f64 = 0.935;
 /// by that rule: it needs a minute of the room read empty before it counts). In each case the
 /// just-emptied room passed the breathing gates (seed 9: SNR 10–35 at coherence 0.3–0.7 under
 /// the still cue's hold floor; seed 19: a "clear" breath at 8 br/min, SNR 62, coherence 0.89),
-/// the same thing `ten_quiet_minutes_on_forty_more_seeds` measures in rooms nobody entered. The
-/// bound holds the measured figures so that a regression fails.
+/// the same thing `ten_quiet_minutes_on_forty_more_seeds` measures in rooms nobody entered.
+/// Since a room that has shown a red breathing band while empty measures breathing against a
+/// fitted floor (`sensing::vitals::RoomFloor`, 2026-11-27): seed 9 on 271 ticks; 17–56
+/// unchanged (the room must read empty for half a minute first, and this scene starts with
+/// someone seated). The bound holds the measured figures so that a regression fails.
 #[test]
 fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
     let seeds: Vec<u64> = (1..=16).collect();
@@ -169,7 +172,7 @@ fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
         "walk-outs, seeds 1-16: {} read present after the bridge, on {ticks} ticks",
         held.len()
     );
-    assert!(held.len() <= 1 && ticks <= 500, "{held:?}");
+    assert!(held.len() <= 1 && ticks <= 300, "{held:?}");
 }
 
 /// The ten quiet minutes of `ten_quiet_minutes_stay_empty` on forty seeds that no presence or
@@ -181,9 +184,14 @@ fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
 /// (seed 19 at 200 s: SNR 62, coherence 0.89, a "clear" breath), and the still cue then held the
 /// room on cues of 10–50, above its floor of 6: 13,444 of 240,000 ticks (5.6 %), vitals on 1,186.
 /// Since the cue's bar follows what the room showed while it read empty
-/// (`sensing::still::EMPTY_WINDOW`): 6,231 ticks (2.6 %), vitals on 1,150. Seeds 1–16, on which
-/// the breathing rules were tuned and scored, are clean. The bound holds the measured figures so
-/// that a regression fails.
+/// (`sensing::still::EMPTY_WINDOW`): 6,231 ticks (2.6 %), vitals on 1,150. Since a room that
+/// has shown a red breathing band while empty measures each breathing window against its own
+/// fitted power-law floor (`sensing::vitals::RoomFloor`, 2026-11-27; chosen on seeds 17–36,
+/// where it left seed 31 only, whose uncalibrated start reads as motion): 4 of 40 rooms (31,
+/// 37, 54, 56), 1,959 ticks (0.8 %), vitals on 130; seeds 37–56 alone, not looked at while
+/// choosing: 3 rooms, 1,145 ticks, vitals on 130, against 4, 3,347 and 648 before. Seeds 1–16,
+/// on which the breathing rules were tuned and scored, are clean. The bound holds the measured
+/// figures so that a regression fails.
 #[test]
 fn ten_quiet_minutes_on_forty_more_seeds() {
     let seeds: Vec<u64> = (17..=56).collect();
@@ -202,7 +210,31 @@ fn ten_quiet_minutes_on_forty_more_seeds() {
         bad.len()
     );
     assert!(
-        bad.len() <= 8 && present <= 6_300 && vitals <= 1_160,
+        bad.len() <= 4 && present <= 2_000 && vitals <= 140,
+        "{bad:?}"
+    );
+}
+
+/// Forty quiet rooms first run after the fitted floor was chosen (seeds 301–340), scored once
+/// (2026-11-27): 3 of 40 read present at some point (307, 310, 314), on 1,345 of 240,000 ticks,
+/// vitals on 240; without the fitted floor the same rooms read present in 8 cases, on 7,134
+/// ticks, vitals on 1,595. The bound holds the measured figures so that a regression fails.
+#[test]
+fn ten_quiet_minutes_on_a_fresh_forty() {
+    let seeds: Vec<u64> = (301..=340).collect();
+    let results = quiet_ten_minutes(&seeds);
+    let bad: Vec<&(u64, usize, usize, usize)> = results
+        .iter()
+        .filter(|(_, _, p, v)| *p > 0 || *v > 0)
+        .collect();
+    let present: usize = bad.iter().map(|r| r.2).sum();
+    let vitals: usize = bad.iter().map(|r| r.3).sum();
+    eprintln!(
+        "quiet 10 min, seeds 301-340: {} of 40 rooms read present at some point, on {present} ticks; vitals on {vitals}: {bad:?}",
+        bad.len()
+    );
+    assert!(
+        bad.len() <= 3 && present <= 1_400 && vitals <= 250,
         "{bad:?}"
     );
 }

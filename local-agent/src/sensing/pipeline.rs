@@ -453,6 +453,11 @@ impl Link {
         let (burst, burst_d2) = self.motion.take_peak();
         let (burst, burst_d2) = (f64::from(burst), f64::from(burst_d2));
         let b = self.vitals.breathing;
+        // What the still cue counts as an empty room also teaches the vitals the room's floor.
+        let empty = !self.presence.present()
+            && !self.motion.moving()
+            && !self.motion.calibration().calibrating()
+            && b.bpm.is_none();
         let still_cue = self.still.on_tick(
             self.vitals.breath_cue(),
             self.vitals.breath_cue_coherence(),
@@ -477,6 +482,7 @@ impl Link {
             self.track_phases(h);
         }
         self.vitals.push_tick(amps, &self.phases, moving);
+        self.vitals.note_room(empty);
         self.range.push_tick(h, !moving);
         self.done = done;
         let present = self.presence.present();

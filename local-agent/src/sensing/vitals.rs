@@ -119,6 +119,17 @@ pub const RHYTHM_SPAN_S: f32 = 12.0;
 pub const RHYTHM_LAPSE_S: f32 = 15.0;
 /// Spread the persistence accepts between a breathing rhythm's windows, Hz (±3.6 br/min).
 pub const BREATH_TOLERANCE_HZ: f32 = 0.06;
+/// Breathing analyses of a room read empty that set its floor's slope ([`RoomFloor`]): the
+/// median over the last ten minutes (one analysis a second)...
+pub const ROOM_FLOOR_WINDOW: usize = 600;
+/// ...once half a minute of them is in.
+pub const ROOM_FLOOR_MIN: usize = 30;
+/// A room whose empty band's median slope is at or below this has a red floor (seeds of the
+/// simulator's quiet rooms that read present learned -0.3 to -1.0; the clean ones 0 to -0.14).
+pub const RED_ROOM_SLOPE: f32 = -0.2;
+/// Steepest floor a room or a window can have: a random walk's 1/f² tail. Steeper fits come from a few
+/// low bins under a hump and would bury a slow breath.
+pub const ROOM_FLOOR_STEEPEST: f32 = -2.0;
 /// Least coherence for the still-presence cue to count a breathing-band peak.
 pub const CUE_COHERENCE: f32 = 0.25;
 /// With the breath subtracted, the heart peak only has to stand out from the residual; the
@@ -229,6 +240,56 @@ pub struct HeartDiag {
     /// The spectral peak's figures (SNR, prominence, concentration, width) behind
     /// `spectral_bpm`.
     pub peak: Option<Peak>,
+}
+
+/// The shape of a room's breathing band with nobody in it, learned while the room reads empty.
+///
+/// A slow reflection that creeps (a curtain, a door, thermal drift: the simulator's creeping
+/// path) is a random walk, so its spectrum falls as 1/f² and is strongest at the band's low
+/// edge. Against a flat floor its chance maxima there pass for a slow breath, and the room reads
+/// present. Each breathing analysis of an empty room fits the slope of ln power over ln
+/// frequency (the peak's lobe left out). Once the median slope of the last
+/// [`ROOM_FLOOR_WINDOW`] falls to [`RED_ROOM_SLOPE`], every breathing window of this link is
+/// measured against its own fitted power-law floor instead of the flat median. The price is a
+/// slow breath at the band's low edge, which a fitted floor partly absorbs: so a room whose
+/// empty band is flat keeps the flat floor, and so does a link that has never read empty
+/// (someone present from the start, as in the BreathSense captures).
+#[derive(Debug, Clone, Default)]
+struct RoomFloor {
+    slopes: Vec<f32>,
+    pos: usize,
+    fresh: usize,
+    /// The latest analysis' fitted slope, not yet offered to [`RoomFloor::learn`].
+    latest: Option<f32>,
+    /// Median of `slopes`, clamped to [[`ROOM_FLOOR_STEEPEST`], 0].
+    slope: f32,
+}
+
+impl RoomFloor {
+    /// The room has read empty long enough, and its empty band falls clearly with frequency.
+    fn red(&self) -> bool {
+        self.slopes.len() >= ROOM_FLOOR_MIN && self.slope <= RED_ROOM_SLOPE
+    }
+
+    fn learn(&mut self, scratch: &mut Vec<f32>) {
+        let Some(s) = self.latest.take().filter(|s| s.is_finite()) else {
+            return;
+        };
+        if self.slopes.len() < ROOM_FLOOR_WINDOW {
+            self.slopes.push(s);
+        } else {
+            self.slopes[self.pos] = s;
+            self.pos = (self.pos + 1) % ROOM_FLOOR_WINDOW;
+        }
+        self.fresh += 1;
+        if self.slopes.len() >= ROOM_FLOOR_MIN && self.fresh >= 10 {
+            self.fresh = 0;
+            scratch.clone_from(&self.slopes);
+            let mid = scratch.len() / 2;
+            let median = *scratch.select_nth_unstable_by(mid, f32::total_cmp).1;
+            self.slope = median.clamp(ROOM_FLOOR_STEEPEST, 0.0);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -399,6 +460,7 @@ pub struct VitalsEstimator {
     pub breathing_wave: Option<std::sync::Arc<[f32]>>,
     pub heart_diag: HeartDiag,
     pub breath_diag: BreathDiag,
+    room_floor: RoomFloor,
     /// Mean running breathing-band quality of the 8 best series, over stillness only.
     cue: Option<f32>,
     /// Coherence of the selected series behind `cue` (0 when the peak sat at the band edge).
@@ -459,6 +521,7 @@ impl VitalsEstimator {
             breathing_wave: None,
             heart_diag: HeartDiag::default(),
             breath_diag: BreathDiag::default(),
+            room_floor: RoomFloor::default(),
             cue: None,
             cue_coherence: None,
             waveform: Vec::new(),
@@ -920,6 +983,24 @@ impl VitalsEstimator {
         self.cue_coherence.filter(|_| self.cue.is_some())
     }
 
+    /// Called every tick after [`Self::push_tick`]: when the room reads empty (nobody present,
+    /// nothing moving, calibrated, no breathing rate), the breathing analysis just made teaches
+    /// the room's floor ([`RoomFloor`]); otherwise it is dropped.
+    pub fn note_room(&mut self, empty: bool) {
+        if empty {
+            self.room_floor.learn(&mut self.scratch);
+        } else {
+            self.room_floor.latest = None;
+        }
+    }
+
+    /// Median slope of the breathing band's floor (ln power per ln frequency) while the room
+    /// read empty, and whether the link measures breathing against a fitted floor because of it;
+    /// (0, false) until it has read empty for [`ROOM_FLOOR_MIN`] analyses.
+    pub fn room_floor(&self) -> (f32, bool) {
+        (self.room_floor.slope, self.room_floor.red())
+    }
+
     fn analyse(&mut self) {
         let still = self.still_samples();
         self.analyse_breathing(still);
@@ -936,6 +1017,7 @@ impl VitalsEstimator {
             self.waveform.clear();
             self.cue = None;
             self.cue_coherence = None;
+            self.room_floor.latest = None;
             return;
         }
         if self.sel_breath.idx.is_empty() || self.sel_breath.age >= self.cfg.refit {
@@ -965,7 +1047,24 @@ impl VitalsEstimator {
         }
         self.fft_breath
             .power(&mut self.combined, GRID_HZ, &mut spec);
-        let peak = spec.peak(BREATH_BAND.0, BREATH_BAND.1, &mut self.scratch);
+        // A room that has shown a red floor while empty gets each window's own fitted floor: a
+        // creeping reflection's strength changes from minute to minute, so a window where it
+        // is strong needs the steeper fit the room's median would miss.
+        let slope = if self.room_floor.red() {
+            let fitted = |spec: &Spectrum, around: Option<f32>| {
+                spec.floor_slope(BREATH_BAND.0, BREATH_BAND.1, around)
+                    .unwrap_or(0.0)
+                    .clamp(ROOM_FLOOR_STEEPEST, 0.0)
+            };
+            let first = fitted(&spec, None);
+            let p0 = spec.peak_over(BREATH_BAND.0, BREATH_BAND.1, first, &mut self.scratch);
+            fitted(&spec, p0.map(|p| p.freq_hz))
+        } else {
+            0.0
+        };
+        let peak = spec.peak_over(BREATH_BAND.0, BREATH_BAND.1, slope, &mut self.scratch);
+        self.room_floor.latest =
+            spec.floor_slope(BREATH_BAND.0, BREATH_BAND.1, peak.map(|p| p.freq_hz));
         let mut candidate = None;
         let mut clear = false;
         if let Some(p) = peak {

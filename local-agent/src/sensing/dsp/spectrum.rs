@@ -278,16 +278,34 @@ impl Spectrum {
         }
     }
 
-    /// Noise floor over bins a..=b (minus `exclude`, the peak's main lobe): the median power,
-    /// returned as a (centre, ln level, slope) law with zero slope.
+    /// Noise floor over bins a..=b (minus `exclude`, the peak's main lobe) as a (centre, ln
+    /// level, slope) law in ln power over ln bin: with `slope` 0 the median power; otherwise a
+    /// power law of that slope through the median of the bins' residuals.
     fn floor_law(
         &self,
         a: usize,
         b: usize,
         exclude: Option<(usize, usize)>,
+        slope: f64,
         scratch: &mut Vec<f32>,
     ) -> (f64, f64, f64) {
         let keep = |j: usize| exclude.is_none_or(|(lo, hi)| j < lo || j > hi);
+        if slope != 0.0 {
+            let resid =
+                |j: usize| (f64::from(self.power[j].max(1e-30)).ln() - slope * ln_bin(j)) as f32;
+            scratch.clear();
+            scratch.extend(
+                (a..=b)
+                    .filter(|j| keep(*j) && self.power[*j] > 0.0)
+                    .map(resid),
+            );
+            if scratch.is_empty() {
+                scratch.extend((a..=b).map(resid));
+            }
+            let mid = scratch.len() / 2;
+            let level = f64::from(*scratch.select_nth_unstable_by(mid, f32::total_cmp).1);
+            return (0.0, level, slope);
+        }
         scratch.clear();
         // Notched bins are exactly zero and are not noise: with a fast breath the 2nd–8th
         // harmonic notches cover over half the heart band, the median became 0 and every heart
@@ -311,11 +329,41 @@ impl Spectrum {
         (0.0, med.ln(), 0.0)
     }
 
+    /// Least-squares slope of ln power over ln frequency in [lo, hi] Hz, leaving out the main
+    /// lobe around `exclude_hz` (a peak's own skirt is not the background); `None` with fewer
+    /// than four bins to fit.
+    pub fn floor_slope(&self, lo: f32, hi: f32, exclude_hz: Option<f32>) -> Option<f32> {
+        let (a, b) = self.bin_range(lo, hi);
+        let lobe = self.mainlobe_bins();
+        let centre = exclude_hz.map(|f| (f / self.df).round() as usize);
+        let keep =
+            |j: usize| self.power[j] > 0.0 && centre.is_none_or(|c| j + lobe < c || j > c + lobe);
+        let (mut n, mut sx, mut sy, mut sxx, mut sxy) = (0.0f64, 0.0, 0.0, 0.0, 0.0);
+        for j in (a..=b.min(self.power.len().saturating_sub(1))).filter(|j| keep(*j)) {
+            let (x, y) = (ln_bin(j), f64::from(self.power[j]).ln());
+            n += 1.0;
+            sx += x;
+            sy += y;
+            sxx += x * x;
+            sxy += x * y;
+        }
+        let den = n * sxx - sx * sx;
+        (n >= 4.0 && den > 0.0).then(|| ((n * sxy - sx * sy) / den) as f32)
+    }
+
     /// The strongest peak in [lo, hi] Hz with its quality figures; `None` for an empty band or a
     /// spectrum with no power.
     ///
     /// All figures are taken on the spectrum divided by its noise floor.
     pub fn peak(&self, lo: f32, hi: f32, scratch: &mut Vec<f32>) -> Option<Peak> {
+        self.peak_over(lo, hi, 0.0, scratch)
+    }
+
+    /// [`Spectrum::peak`] against a floor falling as a power law of `slope` (ln power per ln
+    /// frequency; 0 is the flat median floor). Red noise, a slow random walk's 1/f² tail, is
+    /// strongest at a band's low edge, where a flat floor takes its chance maxima for peaks.
+    pub fn peak_over(&self, lo: f32, hi: f32, slope: f32, scratch: &mut Vec<f32>) -> Option<Peak> {
+        let slope = f64::from(slope);
         let (a, b) = self.bin_range(lo, hi);
         if a + 2 > b
             || self.power[a..=b]
@@ -328,7 +376,7 @@ impl Spectrum {
         let whiten = |law: (f64, f64, f64), out: &mut Vec<f32>| {
             out.clear();
             for j in a..=b {
-                let fl = (law.1 + law.2 * ((j.max(1) as f64).ln() - law.0)).exp();
+                let fl = (law.1 + law.2 * (ln_bin(j) - law.0)).exp();
                 let w = if fl > 0.0 && fl.is_finite() {
                     (f64::from(self.power[j]) / fl) as f32
                 } else {
@@ -338,10 +386,16 @@ impl Spectrum {
             }
         };
         let mut w = Vec::with_capacity(b - a + 1);
-        whiten(self.floor_law(a, b, None, scratch), &mut w);
+        whiten(self.floor_law(a, b, None, slope, scratch), &mut w);
         let (rel, _) = w.iter().enumerate().max_by(|x, y| x.1.total_cmp(y.1))?;
         let i = a + rel;
-        let law = self.floor_law(a, b, Some((i.saturating_sub(lobe), i + lobe)), scratch);
+        let law = self.floor_law(
+            a,
+            b,
+            Some((i.saturating_sub(lobe), i + lobe)),
+            slope,
+            scratch,
+        );
         whiten(law, &mut w);
         let wmax = w[rel];
         if wmax <= 0.0 {
@@ -399,6 +453,11 @@ impl Spectrum {
             },
         })
     }
+}
+
+/// ln of a bin index as the floor laws use it (bin 0 counts as bin 1).
+fn ln_bin(j: usize) -> f64 {
+    (j.max(1) as f64).ln()
 }
 
 /// Accepts a rate only when it was found in `windows` of the last `windows + 1` analyses (one
@@ -531,6 +590,88 @@ mod tests {
         // Single 30 s windows of pure noise pass a few % of the time; persistence and the presence
         // logic handle the rest.
         assert!(passed <= 10, "{passed} noise windows passed");
+    }
+
+    /// 30 s at 10 Hz of a random walk (white steps summed): red noise, 1/f² above its lowest bins.
+    fn random_walk(seed: u64) -> Vec<f32> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let Ok(nd) = Normal::new(0.0f32, 1.0) else {
+            return vec![0.0; 300];
+        };
+        let mut acc = 0.0;
+        (0..300)
+            .map(|_| {
+                acc += nd.sample(&mut rng);
+                acc
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fitted_floor_sees_a_random_walk_as_red_and_stops_its_low_humps() {
+        let mut an = SpectrumAnalyzer::new(1024);
+        let mut sp = Spectrum::default();
+        let mut scratch = Vec::new();
+        let gates = PeakGates {
+            prominence: 1.5,
+            snr: 5.0,
+            concentration: 0.5,
+            max_width: 1.6,
+        };
+        let (mut flat, mut fitted, mut slopes) = (0, 0, Vec::new());
+        for seed in 0..200 {
+            let mut x = random_walk(seed);
+            an.power(&mut x, 10.0, &mut sp);
+            let Some(slope) = sp.floor_slope(0.083, 0.55, None) else {
+                panic!("no slope fitted")
+            };
+            slopes.push(slope);
+            let pass = |p: Option<Peak>| p.is_some_and(|p| gates.pass(&p));
+            flat += usize::from(pass(sp.peak(0.083, 0.55, &mut scratch)));
+            let s = slope.clamp(-2.0, 0.0);
+            fitted += usize::from(pass(sp.peak_over(0.083, 0.55, s, &mut scratch)));
+        }
+        slopes.sort_by(f32::total_cmp);
+        let median = slopes[slopes.len() / 2];
+        eprintln!(
+            "random walk: median slope {median:.2}; gates passed flat {flat}, fitted {fitted} of 200"
+        );
+        assert!((-2.6..=-1.4).contains(&median), "median slope {median}");
+        assert!(
+            flat >= 20 && fitted * 4 <= flat,
+            "flat {flat}, fitted {fitted}"
+        );
+    }
+
+    #[test]
+    fn a_fitted_floor_keeps_a_tone_over_white_noise() {
+        let mut an = SpectrumAnalyzer::new(1024);
+        let mut sp = Spectrum::default();
+        let mut scratch = Vec::new();
+        for bpm in [7.0f32, 12.0, 20.0] {
+            let mut x = series(bpm / 60.0, 10.0, 300, 1.0, 1.0, 5);
+            an.power(&mut x, 10.0, &mut sp);
+            let Some(flat) = sp.peak(0.083, 0.55, &mut scratch) else {
+                panic!("no peak")
+            };
+            let around = Some(flat.freq_hz);
+            let slope = sp
+                .floor_slope(0.083, 0.55, around)
+                .unwrap_or(0.0)
+                .clamp(-2.0, 0.0);
+            let Some(p) = sp.peak_over(0.083, 0.55, slope, &mut scratch) else {
+                panic!("no peak")
+            };
+            eprintln!(
+                "{bpm}: slope {slope:.2}, snr flat {:.0} fitted {:.0}",
+                flat.snr, p.snr
+            );
+            assert!((p.freq_hz * 60.0 - bpm).abs() < 0.3, "{bpm}: {p:?}");
+            assert!(
+                slope > -0.5 && p.snr >= 0.5 * flat.snr,
+                "{bpm}: {slope} {p:?}"
+            );
+        }
     }
 
     #[test]
