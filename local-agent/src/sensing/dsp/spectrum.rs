@@ -570,12 +570,7 @@ mod tests {
         let mut an = SpectrumAnalyzer::new(1024);
         let mut sp = Spectrum::default();
         let mut scratch = Vec::new();
-        let gates = PeakGates {
-            prominence: 1.5,
-            snr: 5.0,
-            concentration: 0.6,
-            max_width: 1.6,
-        };
+        let gates = breath_gates(0.6);
         let mut passed = 0;
         for seed in 0..200 {
             let mut x = series(0.2, 10.0, 300, 0.0, 1.0, seed);
@@ -590,6 +585,16 @@ mod tests {
         // Single 30 s windows of pure noise pass a few % of the time; persistence and the presence
         // logic handle the rest.
         assert!(passed <= 10, "{passed} noise windows passed");
+    }
+
+    /// The breathing gates' figures, with the concentration a test asks for.
+    fn breath_gates(concentration: f32) -> PeakGates {
+        PeakGates {
+            prominence: 1.5,
+            snr: 5.0,
+            concentration,
+            max_width: 1.6,
+        }
     }
 
     /// 30 s at 10 Hz of a random walk (white steps summed): red noise, 1/f² above its lowest bins.
@@ -612,12 +617,7 @@ mod tests {
         let mut an = SpectrumAnalyzer::new(1024);
         let mut sp = Spectrum::default();
         let mut scratch = Vec::new();
-        let gates = PeakGates {
-            prominence: 1.5,
-            snr: 5.0,
-            concentration: 0.5,
-            max_width: 1.6,
-        };
+        let gates = breath_gates(0.5);
         let (mut flat, mut fitted, mut slopes) = (0, 0, Vec::new());
         for seed in 0..200 {
             let mut x = random_walk(seed);
