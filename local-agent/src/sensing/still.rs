@@ -33,6 +33,8 @@
 //! It feeds presence through `BreathEvidence::still_cue`; the presence tracker treats it like an
 //! accepted breath for its debounce.
 
+use super::dsp::running::RunningQuantile;
+
 /// Least cue (breathing-band peak SNR) that holds presence, whatever the empty room showed.
 pub const HOLD_FLOOR: f32 = 6.0;
 /// The hold threshold is at least this multiple of the empty room's P95 cue.
@@ -70,12 +72,24 @@ pub struct StillCue {
     last_cue: Option<f32>,
     /// Seconds since the cue last held someone, while nothing moved since (`None` otherwise).
     since_held_s: Option<f64>,
-    /// The cue while the room read empty and still, oldest overwritten first.
-    empty_ring: Vec<f32>,
-    empty_pos: usize,
-    empty_new: usize,
-    /// 95th percentile of `empty_ring`, once it holds [`EMPTY_MIN`] samples.
-    empty_running_p95: Option<f32>,
+    /// 95th percentile of the cue over the last [`EMPTY_WINDOW`] ticks the room read empty and
+    /// still, once it holds [`EMPTY_MIN`] of them.
+    empty_running: EmptyLevel,
+}
+
+/// The running reference's quantile, with the cue's window.
+#[derive(Debug, Clone)]
+struct EmptyLevel(RunningQuantile);
+
+impl Default for EmptyLevel {
+    fn default() -> Self {
+        Self(RunningQuantile::new(
+            EMPTY_WINDOW,
+            EMPTY_MIN,
+            EMPTY_EVERY,
+            |n| (n - 1) * 95 / 100,
+        ))
+    }
 }
 
 impl StillCue {
@@ -93,7 +107,7 @@ impl StillCue {
         let reference = self
             .empty_p95
             .unwrap_or(0.0)
-            .max(self.empty_running_p95.unwrap_or(0.0));
+            .max(self.empty_running.0.value().unwrap_or(0.0));
         HOLD_FLOOR.max(EMPTY_MARGIN * reference)
     }
 
@@ -183,20 +197,7 @@ impl StillCue {
     /// breathing band shows with nobody in it (the calibration's few seconds hold no breathing
     /// window at all, so that reference is rarely learned).
     fn learn_empty(&mut self, c: f32) {
-        if self.empty_ring.len() < EMPTY_WINDOW {
-            self.empty_ring.push(c);
-        } else {
-            self.empty_ring[self.empty_pos] = c;
-            self.empty_pos = (self.empty_pos + 1) % EMPTY_WINDOW;
-        }
-        self.empty_new += 1;
-        if self.empty_ring.len() >= EMPTY_MIN && self.empty_new >= EMPTY_EVERY {
-            self.empty_new = 0;
-            let mut s = self.empty_ring.clone();
-            let k = (s.len() - 1) * 95 / 100;
-            let (_, p95, _) = s.select_nth_unstable_by(k, f32::total_cmp);
-            self.empty_running_p95 = Some(*p95);
-        }
+        self.empty_running.0.push(c);
     }
 }
 

@@ -45,6 +45,7 @@ use super::dsp::beats::beat_rate;
 use super::dsp::filter::{BandPass, highpass_zero_phase};
 use super::dsp::hampel::hampel_in_place;
 use super::dsp::harmonics::BreathModel;
+use super::dsp::running::RunningQuantile;
 use super::dsp::spectrum::{Peak, PeakGates, Persistence, Spectrum, SpectrumAnalyzer};
 
 /// Rate of the uniform grid the vitals run on, Hz.
@@ -254,40 +255,39 @@ pub struct HeartDiag {
 /// slow breath at the band's low edge, which a fitted floor partly absorbs: so a room whose
 /// empty band is flat keeps the flat floor, and so does a link that has never read empty
 /// (someone present from the start, as in the BreathSense captures).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct RoomFloor {
-    slopes: Vec<f32>,
-    pos: usize,
-    fresh: usize,
+    /// Median of the fitted slopes of the last [`ROOM_FLOOR_WINDOW`] empty analyses.
+    slopes: RunningQuantile,
     /// The latest analysis' fitted slope, not yet offered to [`RoomFloor::learn`].
     latest: Option<f32>,
-    /// Median of `slopes`, clamped to [[`ROOM_FLOOR_STEEPEST`], 0].
-    slope: f32,
+}
+
+impl Default for RoomFloor {
+    fn default() -> Self {
+        Self {
+            slopes: RunningQuantile::new(ROOM_FLOOR_WINDOW, ROOM_FLOOR_MIN, 10, |n| n / 2),
+            latest: None,
+        }
+    }
 }
 
 impl RoomFloor {
-    /// The room has read empty long enough, and its empty band falls clearly with frequency.
-    fn red(&self) -> bool {
-        self.slopes.len() >= ROOM_FLOOR_MIN && self.slope <= RED_ROOM_SLOPE
+    /// The room's median slope, within [[`ROOM_FLOOR_STEEPEST`], 0]; 0 until learned.
+    fn slope(&self) -> f32 {
+        self.slopes
+            .value()
+            .map_or(0.0, |m| m.clamp(ROOM_FLOOR_STEEPEST, 0.0))
     }
 
-    fn learn(&mut self, scratch: &mut Vec<f32>) {
-        let Some(s) = self.latest.take().filter(|s| s.is_finite()) else {
-            return;
-        };
-        if self.slopes.len() < ROOM_FLOOR_WINDOW {
+    /// The room has read empty long enough, and its empty band falls clearly with frequency.
+    fn red(&self) -> bool {
+        self.slopes.value().is_some() && self.slope() <= RED_ROOM_SLOPE
+    }
+
+    fn learn(&mut self) {
+        if let Some(s) = self.latest.take().filter(|s| s.is_finite()) {
             self.slopes.push(s);
-        } else {
-            self.slopes[self.pos] = s;
-            self.pos = (self.pos + 1) % ROOM_FLOOR_WINDOW;
-        }
-        self.fresh += 1;
-        if self.slopes.len() >= ROOM_FLOOR_MIN && self.fresh >= 10 {
-            self.fresh = 0;
-            scratch.clone_from(&self.slopes);
-            let mid = scratch.len() / 2;
-            let median = *scratch.select_nth_unstable_by(mid, f32::total_cmp).1;
-            self.slope = median.clamp(ROOM_FLOOR_STEEPEST, 0.0);
         }
     }
 }
@@ -988,7 +988,7 @@ impl VitalsEstimator {
     /// the room's floor ([`RoomFloor`]); otherwise it is dropped.
     pub fn note_room(&mut self, empty: bool) {
         if empty {
-            self.room_floor.learn(&mut self.scratch);
+            self.room_floor.learn();
         } else {
             self.room_floor.latest = None;
         }
@@ -998,7 +998,7 @@ impl VitalsEstimator {
     /// read empty, and whether the link measures breathing against a fitted floor because of it;
     /// (0, false) until it has read empty for [`ROOM_FLOOR_MIN`] analyses.
     pub fn room_floor(&self) -> (f32, bool) {
-        (self.room_floor.slope, self.room_floor.red())
+        (self.room_floor.slope(), self.room_floor.red())
     }
 
     fn analyse(&mut self) {

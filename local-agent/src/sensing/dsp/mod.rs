@@ -10,6 +10,7 @@ pub mod hampel;
 pub mod harmonics;
 pub mod rate;
 pub mod resample;
+pub mod running;
 pub mod spectrum;
 
 use num_complex::Complex32;
