@@ -764,6 +764,7 @@ impl Pipeline {
         for link in self.links.values_mut() {
             link.motion.recalibrate();
             link.still.recalibrate();
+            link.vitals.forget_room();
             link.range.reset();
             link.view.calibration = link.motion.calibration();
         }

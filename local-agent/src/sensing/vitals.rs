@@ -994,6 +994,11 @@ impl VitalsEstimator {
         }
     }
 
+    /// Forgets the room's floor (a recalibration: the sensor may have moved).
+    pub fn forget_room(&mut self) {
+        self.room_floor = RoomFloor::default();
+    }
+
     /// Median slope of the breathing band's floor (ln power per ln frequency) while the room
     /// read empty, and whether the link measures breathing against a fitted floor because of it;
     /// (0, false) until it has read empty for [`ROOM_FLOOR_MIN`] analyses.
@@ -1411,6 +1416,31 @@ mod tests {
                 assert!((hr - f64::from(h)).abs() < 5.0, "{h} -> {hr}");
             }
         }
+    }
+
+    #[test]
+    fn a_room_floor_turns_red_only_after_half_a_minute_of_falling_empty_windows() {
+        let mut f = RoomFloor::default();
+        for i in 0..ROOM_FLOOR_MIN {
+            assert!(!f.red(), "red after {i} analyses");
+            f.latest = Some(-0.8);
+            f.learn();
+            // A tick without a new analysis offers nothing.
+            f.learn();
+        }
+        assert!(f.red());
+        assert!((f.slope() - -0.8).abs() < 1e-6);
+        // A flat empty room stays flat; a steeper-than-random-walk fit is held at the limit.
+        let mut flat = RoomFloor::default();
+        let mut steep = RoomFloor::default();
+        for _ in 0..ROOM_FLOOR_MIN {
+            flat.latest = Some(-0.1);
+            flat.learn();
+            steep.latest = Some(-5.0);
+            steep.learn();
+        }
+        assert!(!flat.red());
+        assert!(steep.red() && (steep.slope() - ROOM_FLOOR_STEEPEST).abs() < 1e-6);
     }
 
     #[test]
