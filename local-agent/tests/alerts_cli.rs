@@ -356,6 +356,10 @@ fn alerts_pending_when_the_agent_is_killed_are_delivered_once_after_restart() {
     for id in &ids {
         assert_eq!(accepted.get(id), Some(&1));
     }
+    // Recorded attempts: the CLI's own and the second agent's at least. The first agent's retry
+    // reached the receiver (asserted above), but SIGKILL can land between that request and the
+    // write of its attempt count: an attempt in flight when the process dies is not recorded
+    // (CI, 2026-11-27: one alert of three read 2 attempts after three requests).
     let log = store.recent(1).unwrap();
-    assert!(log.iter().all(|a| a.delivery.attempts >= 3), "{log:?}");
+    assert!(log.iter().all(|a| a.delivery.attempts >= 2), "{log:?}");
 }
