@@ -121,7 +121,10 @@ const FRESH_BOUND: f64 = 0.935;
 /// Since a room that has shown a red breathing band while empty measures breathing against a
 /// fitted floor (`sensing::vitals::RoomFloor`, 2026-11-27): seed 9 on 271 ticks; 17–56
 /// unchanged (the room must read empty for half a minute first, and this scene starts with
-/// someone seated). The bound holds the measured figures so that a regression fails.
+/// someone seated). Since a room is sealed after a minute without motion or breathing-based
+/// presence (`sensing::presence::SEALED_AFTER_S`, 2026-11-27): seed 9 on 62 ticks; 17–56
+/// unchanged (5 rooms, 3,621 ticks: their presence never lapses after the walk-out, so the
+/// seal never closes). The bound holds the measured figures so that a regression fails.
 #[test]
 fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
     let seeds: Vec<u64> = (1..=16).collect();
@@ -172,7 +175,7 @@ fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
         "walk-outs, seeds 1-16: {} read present after the bridge, on {ticks} ticks",
         held.len()
     );
-    assert!(held.len() <= 1 && ticks <= 300, "{held:?}");
+    assert!(held.len() <= 1 && ticks <= 100, "{held:?}");
 }
 
 /// The ten quiet minutes of `ten_quiet_minutes_stay_empty` on forty seeds that no presence or
@@ -190,12 +193,16 @@ fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
 /// where it left seed 31 only, whose uncalibrated start reads as motion): 4 of 40 rooms (31,
 /// 37, 54, 56), 1,959 ticks (0.8 %), vitals on 130; seeds 37–56 alone, not looked at while
 /// choosing: 3 rooms, 1,145 ticks, vitals on 130, against 4, 3,347 and 648 before. Seeds 1–16,
-/// on which the breathing rules were tuned and scored, are clean. The bound holds the measured
-/// figures so that a regression fails.
+/// on which the breathing rules were tuned and scored, are clean. Since a room that has shown
+/// neither motion nor breathing-based presence for a minute is sealed until something moves
+/// (`sensing::presence::SEALED_AFTER_S`, 2026-11-27; chosen on the walk-outs of seeds 1–16 and
+/// on seeds 17–36): one room (31, whose uncalibrated start reads as motion), 814 ticks, vitals
+/// on none; seeds 37–56, scored: none. The bound holds the measured figures so that a
+/// regression fails.
 #[test]
 fn ten_quiet_minutes_on_forty_more_seeds() {
     let (rooms, present, vitals) = quiet_rooms_that_read_present("17-56", 17..=56);
-    assert!(rooms <= 4 && present <= 2_000 && vitals <= 140);
+    assert!(rooms <= 1 && present <= 850 && vitals == 0);
 }
 
 /// Plays the ten quiet minutes on `seeds` and returns how many rooms read present at some
@@ -225,11 +232,13 @@ fn quiet_rooms_that_read_present(
 /// Forty quiet rooms first run after the fitted floor was chosen (seeds 301–340), scored once
 /// (2026-11-27): 3 of 40 read present at some point (307, 310, 314), on 1,345 of 240,000 ticks,
 /// vitals on 240; without the fitted floor the same rooms read present in 8 cases, on 7,134
-/// ticks, vitals on 1,595. The bound holds the measured figures so that a regression fails.
+/// ticks, vitals on 1,595. Since the seal after a minute without motion
+/// (`sensing::presence::SEALED_AFTER_S`, 2026-11-27, scored here): none of the 40, which is the
+/// issue's target and asserted.
 #[test]
 fn ten_quiet_minutes_on_a_fresh_forty() {
     let (rooms, present, vitals) = quiet_rooms_that_read_present("301-340", 301..=340);
-    assert!(rooms <= 3 && present <= 1_400 && vitals <= 250);
+    assert_eq!((rooms, present, vitals), (0, 0, 0));
 }
 
 #[test]

@@ -203,3 +203,66 @@ fn still_person_absences() {
         p_all as f64 / n_all.max(1) as f64
     );
 }
+
+/// The same seated person with no walk-in: someone already sitting still when the agent starts
+/// (a restart, an agent started in an occupied room). Nothing moved, so once their breathing
+/// has been lost for `presence::SEALED_AFTER_S` they read absent until they move; prints each
+/// seed's share of ticks read present from 60 s on, and the pooled share.
+/// `STILL_SEEDS=1-40 cargo test --release -p local-agent --test diag_still -- --ignored
+/// --nocapture still_from_the_first_frame`.
+#[test]
+#[ignore = "diagnostics: run by hand with STILL_SEEDS"]
+fn still_from_the_first_frame() {
+    let seeds = seeds();
+    let results: Vec<(u64, usize, usize, Option<f64>)> = std::thread::scope(|s| {
+        let hs: Vec<_> = seeds
+            .chunks(seeds.len().div_ceil(2).max(1))
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|&seed| {
+                            let mut cfg = still_ten_minutes_scene(seed);
+                            cfg.script.remove(0);
+                            let mut sim = Simulator::new(cfg);
+                            let mut p = Pipeline::new(PipelineConfig::default());
+                            let (mut next, mut n, mut present, mut first) = (0.0, 0, 0, None);
+                            while let Some((frame, _)) = sim.next_frame() {
+                                p.push(&frame);
+                                if frame.t_s >= next {
+                                    next += 0.1;
+                                    let e = p.estimates();
+                                    if e.present && first.is_none() {
+                                        first = Some(frame.t_s);
+                                    }
+                                    if frame.t_s >= 60.0 {
+                                        n += 1;
+                                        present += usize::from(e.present);
+                                    }
+                                }
+                            }
+                            (seed, n, present, first)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let (mut n, mut p) = (0, 0);
+    for (seed, ticks, present, first) in &results {
+        eprintln!(
+            "seated from the start, seed {seed}: present on {present}/{ticks} ticks from 60 s ({:.3}), first present at {first:?} s",
+            *present as f64 / (*ticks).max(1) as f64
+        );
+        n += ticks;
+        p += present;
+    }
+    eprintln!(
+        "seated from the start, seeds {:?}: present on {:.4} of {n} ticks from 60 s",
+        std::env::var("STILL_SEEDS").ok(),
+        p as f64 / n.max(1) as f64
+    );
+}
