@@ -256,6 +256,12 @@ fn the_simulated_empty_room_is_empty_on_every_tick() {
             ticks.len()
         );
         assert_eq!((present, vitals), (0, 0), "seed {seed}");
+        // A minute after calibration the room is sealed: only motion can make it present.
+        let sealed_at = ticks.iter().find(|t| t.est.sealed).map(|t| t.t);
+        assert!(
+            sealed_at.is_some_and(|s| s <= 70.0) && ticks.last().is_some_and(|t| t.est.sealed),
+            "seed {seed}: sealed at {sealed_at:?}"
+        );
     }
 }
 

@@ -99,6 +99,11 @@ pub struct Estimates {
     /// Seconds of still data the vitals window of the most advanced present link holds (a rate
     /// needs a full window: `VitalsConfig::breath_min_window` grid samples).
     pub still_s: f64,
+    /// Nobody is present and every link has gone a minute without motion or breathing-based
+    /// presence: breathing alone no longer makes the room present, only motion does
+    /// (`presence::SEALED_AFTER_S`). Says why a still person can read absent.
+    #[serde(skip)]
+    pub sealed: bool,
     /// The filtered chest motion of the link with the strongest breathing-band peak, at the
     /// vitals grid rate (10 Hz), oldest first; `None` before a still window was analysed.
     #[serde(skip)]
@@ -172,6 +177,8 @@ struct LinkView {
     wave_snr: f64,
     /// The vitals window is still filling (not enough still data analysed yet).
     settling: bool,
+    /// The presence tracker is sealed (`PresenceTracker::sealed`).
+    sealed: bool,
 }
 
 /// Where a link's phase series come from.
@@ -509,6 +516,7 @@ impl Link {
             wave: self.vitals.breathing_wave.clone(),
             wave_snr: b.snr.unwrap_or(0.0),
             settling: !b.analysed,
+            sealed: self.presence.sealed(),
         };
     }
 }
@@ -637,6 +645,7 @@ impl Pipeline {
         let mut cal: Option<CalibrationStatus> = None;
         let mut wave_snr = f64::NEG_INFINITY;
         let mut any_settling = false;
+        let mut all_sealed = true;
         let mut detail: Option<(&(String, usize), f64)> = None;
         for (key, link) in &self.links {
             if now.saturating_sub(link.last_frame) > horizon {
@@ -667,6 +676,7 @@ impl Pipeline {
             }
             e.present |= v.present;
             e.moving |= v.moving;
+            all_sealed &= v.sealed;
             e.motion = e.motion.max(v.motion);
             if v.burst > e.motion_burst {
                 e.motion_burst = v.burst;
@@ -683,6 +693,7 @@ impl Pipeline {
         e.rate_hz = (rate > 0.0).then_some(rate);
         e.calibration = cal.unwrap_or_default();
         e.calibrating = e.calibration.calibrating() || e.links == 0;
+        e.sealed = all_sealed && e.links > 0 && !e.present;
         if e.present {
             e.breathing_bpm = best_b.map(|b| b.0);
             e.heart_bpm = best_h.map(|h| h.0);

@@ -92,6 +92,11 @@ impl PresenceTracker {
         self.present || self.moving
     }
 
+    /// Absent and sealed: only motion can make the room present again (`SEALED_AFTER_S`).
+    pub fn sealed(&self) -> bool {
+        !self.present() && self.unsupported_s >= SEALED_AFTER_S
+    }
+
     /// One grid tick at time `t_s`: `moving` is the link's motion decision now.
     pub fn on_tick(&mut self, t_s: f64, tick_s: f64, moving: bool, breath: BreathEvidence) {
         if moving && !self.moving {
@@ -348,9 +353,11 @@ mod tests {
         let mut t = 0.0;
         assert_eq!(play(&mut p, &mut t, SEALED_AFTER_S + 5.0, false, QUIET), 0);
         // A breathing rhythm out of nowhere: the empty room's noise, nobody came in.
+        assert!(p.sealed());
         assert_eq!(play(&mut p, &mut t, 60.0, false, BREATHING), 0, "sealed");
         // Someone walks in and sits down: present, and their breathing keeps them so.
         play(&mut p, &mut t, 3.0, true, QUIET);
+        assert!(!p.sealed());
         assert_eq!(play(&mut p, &mut t, 300.0, false, BREATHING), 3000);
     }
 

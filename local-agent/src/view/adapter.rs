@@ -172,10 +172,15 @@ pub fn vital(e: &Estimates, fresh: bool, heart: bool) -> Vital {
         } else {
             ""
         };
-        (
-            Some(NullReason::NotPresent),
-            format!("Nobody is detected, so there is nothing to measure{calibrating}."),
-        )
+        let reason = if e.sealed && !e.calibrating {
+            "Nobody is detected, so there is nothing to measure. The room has shown neither \
+             motion nor breathing for a minute, so it counts as empty until something moves: \
+             if someone is here, a small movement brings them back."
+                .to_string()
+        } else {
+            format!("Nobody is detected, so there is nothing to measure{calibrating}.")
+        };
+        (Some(NullReason::NotPresent), reason)
     } else if e.moving {
         (
             Some(NullReason::Moving),
@@ -354,6 +359,11 @@ mod tests {
             vital(&e, true, false).why_null,
             Some(NullReason::NotPresent)
         );
+        e.sealed = true;
+        let v = vital(&e, true, false);
+        assert_eq!(v.why_null, Some(NullReason::NotPresent));
+        assert!(v.reason.contains("until something moves"), "{}", v.reason);
+        e.sealed = false;
         e.present = true;
         e.moving = true;
         assert_eq!(vital(&e, true, false).why_null, Some(NullReason::Moving));
