@@ -171,15 +171,20 @@ impl BreathModel {
         self.len = n;
         self.x.clear();
         self.x.resize(p * n, 0.0);
-        for h in 0..harmonics {
-            let hf = (h + 1) as f32;
-            for i in 0..n {
-                let (s, c) = (hf * phase[i]).sin_cos();
-                let e = env[i] / env_mean - 1.0;
-                self.x[(4 * h) * n + i] = c;
-                self.x[(4 * h + 1) * n + i] = s;
-                self.x[(4 * h + 2) * n + i] = c * e;
-                self.x[(4 * h + 3) * n + i] = s * e;
+        // One `sin_cos` per sample; the harmonics follow by rotation (e^{i(h+1)φ} = e^{ihφ}·e^{iφ})
+        // in f64, which over at most 16 steps stays within 1e-14 of the direct values: the
+        // direct form took a `sin_cos` per harmonic and sample, a quarter of a 9.5 Hz frame.
+        for i in 0..n {
+            let (s1, c1) = f64::from(phase[i]).sin_cos();
+            let e = env[i] / env_mean - 1.0;
+            let (mut s, mut c) = (s1, c1);
+            for h in 0..harmonics {
+                let (sf, cf) = (s as f32, c as f32);
+                self.x[(4 * h) * n + i] = cf;
+                self.x[(4 * h + 1) * n + i] = sf;
+                self.x[(4 * h + 2) * n + i] = cf * e;
+                self.x[(4 * h + 3) * n + i] = sf * e;
+                (s, c) = (s * c1 + c * s1, c * c1 - s * s1);
             }
         }
         // Normal equations and their Cholesky factor.
@@ -339,6 +344,31 @@ mod tests {
             rms(&resid[mid.clone()]),
             rms(&breath[mid])
         );
+    }
+
+    /// The harmonics are built by rotation from each sample's first harmonic: at the most
+    /// harmonics (16, a 6 br/min breath) they stay on cos/sin of h times its angle.
+    #[test]
+    fn rotated_harmonics_match_the_direct_ones() {
+        let fs = 10.0f32;
+        let n = 300;
+        let breath: Vec<f32> = (0..n)
+            .map(|i| (std::f32::consts::TAU * 0.1 * i as f32 / fs).sin())
+            .collect();
+        let mut m = BreathModel::new();
+        assert!(m.fit(&breath, 0.1, fs));
+        assert_eq!(m.p, 4 * MAX_HARMONICS);
+        let mut worst = 0.0f64;
+        for i in 0..n {
+            let phi = f64::from(m.x[n + i]).atan2(f64::from(m.x[i]));
+            for h in 0..MAX_HARMONICS {
+                let (s, c) = ((h + 1) as f64 * phi).sin_cos();
+                worst = worst
+                    .max((f64::from(m.x[4 * h * n + i]) - c).abs())
+                    .max((f64::from(m.x[(4 * h + 1) * n + i]) - s).abs());
+            }
+        }
+        assert!(worst < 1e-5, "worst deviation {worst}");
     }
 
     #[test]
