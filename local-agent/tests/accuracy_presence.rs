@@ -124,7 +124,11 @@ const FRESH_BOUND: f64 = 0.935;
 /// someone seated). Since a room is sealed after a minute without motion or breathing-based
 /// presence (`sensing::presence::SEALED_AFTER_S`, 2026-11-27): seed 9 on 62 ticks; 17–56
 /// unchanged (5 rooms, 3,621 ticks: their presence never lapses after the walk-out, so the
-/// seal never closes). The bound holds the measured figures so that a regression fails.
+/// seal never closes). Since the breathing windows of a room held by the still bridge are
+/// measured against their own fitted floor (`sensing::vitals::VitalsEstimator::note_bridge`):
+/// none on 1–16 (asserted), and 4 rooms (2,461 ticks) on 17–56 instead of 5 (3,621); on forty
+/// walk-outs first run for these two changes (57–96), 4 rooms (3,781 ticks) instead of 5
+/// (4,143).
 #[test]
 fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
     let seeds: Vec<u64> = (1..=16).collect();
@@ -175,7 +179,7 @@ fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
         "walk-outs, seeds 1-16: {} read present after the bridge, on {ticks} ticks",
         held.len()
     );
-    assert!(held.len() <= 1 && ticks <= 100, "{held:?}");
+    assert!(held.is_empty(), "{held:?}");
 }
 
 /// The ten quiet minutes of `ten_quiet_minutes_stay_empty` on forty seeds that no presence or

@@ -481,6 +481,7 @@ impl Link {
         };
         let moving = self.motion.moving();
         self.presence.on_tick(t_s, tick_s, moving, evidence);
+        self.vitals.note_bridge(self.presence.bridging());
         let (amps, rest) = done.split_at(n);
         let (prod, h) = rest.split_at(np);
         if np > 0 {

@@ -75,6 +75,8 @@ pub struct PresenceTracker {
     present_streak: u32,
     /// Seconds without motion during which presence did not rest on breathing evidence.
     unsupported_s: f64,
+    /// The still bridge held presence at the last tick.
+    bridging: bool,
 }
 
 impl PresenceTracker {
@@ -90,6 +92,12 @@ impl PresenceTracker {
     /// Present at the last tick (moving implies present).
     pub fn present(&self) -> bool {
         self.present || self.moving
+    }
+
+    /// The still bridge is holding the room at the last tick: someone moved less than
+    /// `STILL_BRIDGE_S` ago, and whether they stayed is still open.
+    pub fn bridging(&self) -> bool {
+        self.bridging
     }
 
     /// Absent and sealed: only motion can make the room present again (`SEALED_AFTER_S`).
@@ -123,6 +131,7 @@ impl PresenceTracker {
             && self
                 .last_motion_end
                 .is_some_and(|e| t_s - e >= 0.0 && t_s - e <= STILL_BRIDGE_S);
+        self.bridging = bridge;
         if breath.accepted {
             self.last_breath = Some(t_s);
         }

@@ -461,6 +461,8 @@ pub struct VitalsEstimator {
     pub heart_diag: HeartDiag,
     pub breath_diag: BreathDiag,
     room_floor: RoomFloor,
+    /// The link's presence rests on the still bridge ([`Self::note_bridge`]).
+    after_motion: bool,
     /// Mean running breathing-band quality of the 8 best series, over stillness only.
     cue: Option<f32>,
     /// Coherence of the selected series behind `cue` (0 when the peak sat at the band edge).
@@ -522,6 +524,7 @@ impl VitalsEstimator {
             heart_diag: HeartDiag::default(),
             breath_diag: BreathDiag::default(),
             room_floor: RoomFloor::default(),
+            after_motion: false,
             cue: None,
             cue_coherence: None,
             waveform: Vec::new(),
@@ -994,6 +997,18 @@ impl VitalsEstimator {
         }
     }
 
+    /// Called every tick before [`Self::push_tick`] with whether the link's presence rests on
+    /// the still bridge (someone moved less than a bridge ago: they sat down, or they left).
+    /// A breath found then decides which, and a just-emptied room's creeping reflection shows
+    /// 1/f² humps at the band's low edge: so those windows are measured against their own
+    /// fitted floor, as in a room known to be red ([`RoomFloor`]). Someone who has sat down
+    /// and breathes in the middle of the band loses little to it; a slow breath at the band's
+    /// low edge (6–9 br/min) may pass no window before the bridge ends, and the room then
+    /// waits for the next movement (`presence::SEALED_AFTER_S`).
+    pub fn note_bridge(&mut self, bridging: bool) {
+        self.after_motion = bridging;
+    }
+
     /// Forgets the room's floor (a recalibration: the sensor may have moved).
     pub fn forget_room(&mut self) {
         self.room_floor = RoomFloor::default();
@@ -1055,7 +1070,7 @@ impl VitalsEstimator {
         // A room that has shown a red floor while empty gets each window's own fitted floor: a
         // creeping reflection's strength changes from minute to minute, so a window where it
         // is strong needs the steeper fit the room's median would miss.
-        let slope = if self.room_floor.red() {
+        let slope = if self.room_floor.red() || self.after_motion {
             let fitted = |spec: &Spectrum, around: Option<f32>| {
                 spec.floor_slope(BREATH_BAND.0, BREATH_BAND.1, around)
                     .unwrap_or(0.0)
