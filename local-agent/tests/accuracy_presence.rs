@@ -82,7 +82,8 @@ fn a_still_person_stays_present_for_ten_minutes() {
 /// Eight further seeds nobody looked at while tuning (53–60). Measured 0.9933 (2026-11-26, seed
 /// 58 0.946, the others 1.000) since a short motion fragment at the end of a walk-in arms the
 /// still bridge (`sensing::presence::EPISODE_GAP_S`, found on tuning seeds 61–100; 0.9878
-/// before, seed 53 0.956). The target is asserted.
+/// before, seed 53 0.956); 0.9920 since presence held by the bridge no longer arms the still
+/// cue (`sensing::still::StillCue::note_bridge`, 2026-11-27). The target is asserted.
 #[test]
 fn a_still_person_stays_present_on_unseen_seeds() {
     let results = still_ten_minutes(&[53, 54, 55, 56, 57, 58, 59, 60]);
@@ -95,7 +96,8 @@ fn a_still_person_stays_present_on_unseen_seeds() {
 /// 0.9395 (2026-11-26; 0.9355 before the rule): seed 201 reads present on 3.9 % and never shows
 /// a breathing rate (its 4 mm breath is below the simulated room's noise on every cue, like
 /// tuning seeds 37 and 38), the other fifteen 0.9995 together. The 0.99 is not met on
-/// this set; the bound holds the measured figure so that a regression fails.
+/// this set; the bound holds the measured figure so that a regression fails. 0.9376 since
+/// presence held by the bridge no longer arms the still cue (2026-11-27).
 #[test]
 fn a_still_person_stays_present_on_a_fresh_set() {
     let seeds: Vec<u64> = (201..=216).collect();
@@ -128,10 +130,31 @@ const FRESH_BOUND: f64 = 0.935;
 /// measured against their own fitted floor (`sensing::vitals::VitalsEstimator::note_bridge`):
 /// none on 1–16 (asserted), and 4 rooms (2,461 ticks) on 17–56 instead of 5 (3,621); on forty
 /// walk-outs first run for these two changes (57–96), 4 rooms (3,781 ticks) instead of 5
-/// (4,143).
+/// (4,143). Since presence held by the bridge no longer arms the still cue (only an accepted
+/// breath does: `sensing::still::StillCue::note_bridge`): 1–16 none, 17–56 one room (31, 228
+/// ticks), 57–96 none (`walk_outs_on_eighty_more_seeds`).
 #[test]
 fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
-    let seeds: Vec<u64> = (1..=16).collect();
+    let (rooms, ticks) = walk_outs_held_after_the_bridge("1-16", 1..=16);
+    assert_eq!((rooms, ticks), (0, 0));
+}
+
+/// The walk-outs of `walk_outs_read_present_after_the_bridge_no_more_often_than_measured` on
+/// seeds 17–96 (57–96 first run 2026-11-27 and scored once): one room of 80 (seed 31, 228
+/// ticks, about 23 s after the bridge). The bound holds the measured figures.
+#[test]
+fn walk_outs_on_eighty_more_seeds() {
+    let (rooms, ticks) = walk_outs_held_after_the_bridge("17-96", 17..=96);
+    assert!(rooms <= 1 && ticks <= 230, "{rooms} rooms, {ticks} ticks");
+}
+
+/// Someone seated 150 s walks out and the room stays empty 240 s, for each seed: how many rooms
+/// read present after the still bridge ran out, and on how many ticks (each room printed).
+fn walk_outs_held_after_the_bridge(
+    label: &str,
+    seeds: std::ops::RangeInclusive<u64>,
+) -> (usize, usize) {
+    let seeds: Vec<u64> = seeds.collect();
     let late: Vec<(u64, usize, Option<f64>)> = per_seed(&seeds, |seed| {
         // The still-person scene's seated person (4 mm breath, 25 Hz), seated from the start.
         let mut cfg = still_ten_minutes_scene(seed);
@@ -156,11 +179,10 @@ fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
             .find(|t| t.truth.segment == 2 && !t.truth.present)
             .map_or(f64::INFINITY, |t| t.t);
         // The bridge holds a still room for 75 s after the last motion; allow the debounce.
-        let after: Vec<&sim_support::Tick> = ticks
+        let present = ticks
             .iter()
-            .filter(|t| t.t > gone + presence::STILL_BRIDGE_S + 1.0)
-            .collect();
-        let present = after.iter().filter(|t| t.est.present).count();
+            .filter(|t| t.t > gone + presence::STILL_BRIDGE_S + 1.0 && t.est.present)
+            .count();
         let last = ticks
             .iter()
             .rev()
@@ -168,18 +190,19 @@ fn walk_outs_read_present_after_the_bridge_no_more_often_than_measured() {
             .map(|t| t.t - gone);
         (seed, present, last)
     });
-    for (seed, present, last) in &late {
+    let held: Vec<&(u64, usize, Option<f64>)> = late.iter().filter(|(_, p, _)| *p > 0).collect();
+    for (seed, present, last) in &held {
         eprintln!(
             "walk-out seed {seed}: present on {present} ticks after the bridge, last present {last:?} s after leaving"
         );
     }
-    let held: Vec<&(u64, usize, Option<f64>)> = late.iter().filter(|(_, p, _)| *p > 0).collect();
     let ticks: usize = held.iter().map(|(_, p, _)| p).sum();
     eprintln!(
-        "walk-outs, seeds 1-16: {} read present after the bridge, on {ticks} ticks",
-        held.len()
+        "walk-outs, seeds {label}: {} of {} read present after the bridge, on {ticks} ticks",
+        held.len(),
+        seeds.len()
     );
-    assert!(held.is_empty(), "{held:?}");
+    (held.len(), ticks)
 }
 
 /// The ten quiet minutes of `ten_quiet_minutes_stay_empty` on forty seeds that no presence or

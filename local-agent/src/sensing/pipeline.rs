@@ -465,6 +465,7 @@ impl Link {
             && !self.motion.moving()
             && !self.motion.calibration().calibrating()
             && b.bpm.is_none();
+        self.still.note_bridge(self.presence.bridging());
         let still_cue = self.still.on_tick(
             self.vitals.breath_cue(),
             self.vitals.breath_cue_coherence(),

@@ -75,6 +75,8 @@ pub struct StillCue {
     /// 95th percentile of the cue over the last [`EMPTY_WINDOW`] ticks the room read empty and
     /// still, once it holds [`EMPTY_MIN`] of them.
     empty_running: EmptyLevel,
+    /// The still bridge is holding the link ([`Self::note_bridge`]).
+    bridging: bool,
 }
 
 /// The running reference's quantile, with the cue's window.
@@ -109,6 +111,17 @@ impl StillCue {
             .unwrap_or(0.0)
             .max(self.empty_running.0.value().unwrap_or(0.0));
         HOLD_FLOOR.max(EMPTY_MARGIN * reference)
+    }
+
+    /// Called before [`Self::on_tick`] with whether the still bridge is holding the link
+    /// (someone moved less than a bridge ago). Presence then does not arm the cue; only an
+    /// accepted breath does: after a walk-out the emptied room's
+    /// breathing band, which has not read empty long enough to raise the cue's bar, armed it
+    /// and held the room for minutes (one walk-out in ten). Someone who sat down arms it with
+    /// their first accepted breath; a breath too weak to be accepted within the bridge is lost
+    /// until they move (`presence::SEALED_AFTER_S`).
+    pub fn note_bridge(&mut self, bridging: bool) {
+        self.bridging = bridging;
     }
 
     /// The latest cue value (None while the link is moving or warming up).
@@ -172,7 +185,9 @@ impl StillCue {
             let recent = self.since_held_s.is_some_and(|s| s <= REARM_S);
             let strong = cue.is_some_and(|c| c >= REARM_SNR.max(self.threshold()))
                 && coherence.is_some_and(|c| c >= REARM_COHERENCE);
-            if (present && cue.is_some_and(|c| c >= self.threshold())) || (recent && strong) {
+            if (present && !self.bridging && cue.is_some_and(|c| c >= self.threshold()))
+                || (recent && strong)
+            {
                 self.armed = true;
                 self.below_s = 0.0;
                 self.since_held_s = Some(0.0);
@@ -233,6 +248,20 @@ mod tests {
         let mut c = StillCue::new();
         assert!(!c.on_tick(Some(3.0), None, false, false, false, true));
         assert!(c.on_tick(Some(9.0), None, false, false, false, true));
+    }
+
+    #[test]
+    fn presence_held_by_the_bridge_alone_does_not_arm_the_cue() {
+        let mut c = StillCue::new();
+        c.note_bridge(true);
+        for _ in 0..600 {
+            assert!(!c.on_tick(Some(50.0), None, false, false, false, true));
+        }
+        // An accepted breath arms it whatever holds the room.
+        assert!(c.on_tick(Some(50.0), None, false, true, false, true));
+        let mut c = StillCue::new();
+        c.note_bridge(false);
+        assert!(c.on_tick(Some(50.0), None, false, false, false, true));
     }
 
     #[test]
