@@ -179,6 +179,13 @@ mod tests {
         still_cue: false,
     };
 
+    const BREATHING: BreathEvidence = BreathEvidence {
+        analysed: true,
+        candidate: true,
+        accepted: true,
+        still_cue: true,
+    };
+
     #[test]
     fn motion_is_presence_and_arms_the_still_bridge() {
         let mut p = PresenceTracker::new();
@@ -231,12 +238,7 @@ mod tests {
     #[test]
     fn a_blip_does_not_drop_someone_already_present() {
         let mut p = PresenceTracker::new();
-        let breathing = BreathEvidence {
-            analysed: true,
-            candidate: true,
-            accepted: true,
-            still_cue: true,
-        };
+        let breathing = BREATHING;
         let mut t = 0.0;
         for _ in 0..50 {
             p.on_tick(t, 0.1, false, breathing);
@@ -348,13 +350,6 @@ mod tests {
         }
         present
     }
-
-    const BREATHING: BreathEvidence = BreathEvidence {
-        analysed: true,
-        candidate: true,
-        accepted: true,
-        still_cue: true,
-    };
 
     #[test]
     fn a_room_empty_for_a_minute_needs_motion_before_breathing_counts() {
