@@ -485,7 +485,8 @@ pub struct VitalsEstimator {
     scratch: Vec<f32>,
     scored: Vec<(f32, usize, f32)>,
     candidates: Vec<usize>,
-    /// Per series, the running quality (scratch for the pre-selection).
+    /// Per series, the running quality at this analysis (each once, not twice per comparison
+    /// in the pre-selection).
     quality: Vec<f32>,
     bp_ref: Vec<f32>,
     bp_tmp: Vec<f32>,
@@ -627,6 +628,29 @@ impl VitalsEstimator {
     /// phases (non-finite = not measured). `moving` restarts the still window and the
     /// persistence (a moving body swamps the vital band).
     pub fn push_tick(&mut self, amps: &[f32], phases: &[f32], moving: bool) {
+        self.push_tick_with(amps, phases, moving, None);
+    }
+
+    /// [`Self::push_tick`] for a second estimator fed the same ticks as `stats_of` (a longer
+    /// window over the same series): the running band statistics that pre-select its series
+    /// are read from `stats_of` instead of kept twice, since on the same input they are the same.
+    pub fn push_tick_sharing(
+        &mut self,
+        amps: &[f32],
+        phases: &[f32],
+        moving: bool,
+        stats_of: &VitalsEstimator,
+    ) {
+        self.push_tick_with(amps, phases, moving, Some(&stats_of.stats));
+    }
+
+    fn push_tick_with(
+        &mut self,
+        amps: &[f32],
+        phases: &[f32],
+        moving: bool,
+        shared: Option<&[BandStat]>,
+    ) {
         let n = amps.len() + phases.len();
         if amps.len() != self.n_amp || n != self.n_series {
             self.n_amp = amps.len();
@@ -666,7 +690,9 @@ impl VitalsEstimator {
         {
             *nans = *nans + u32::from(v.is_nan()) - u32::from(slot.is_nan());
             *slot = v;
-            stat.push(v, coef);
+            if shared.is_none() {
+                stat.push(v, coef);
+            }
         }
         self.head = (self.head + 1) % self.cap;
         self.count = (self.count + 1).min(self.cap);
@@ -686,6 +712,15 @@ impl VitalsEstimator {
         self.sel_heart.age += 1;
         if self.since_hop >= self.cfg.hop {
             self.since_hop = 0;
+            self.quality.clear();
+            match shared {
+                Some(stats) if stats.len() == self.n_series => {
+                    self.quality.extend(stats.iter().map(BandStat::quality));
+                }
+                _ => self
+                    .quality
+                    .extend(self.stats.iter().map(BandStat::quality)),
+            }
             self.analyse();
         }
     }
@@ -811,13 +846,8 @@ impl VitalsEstimator {
         let mut c = std::mem::take(&mut self.candidates);
         c.clear();
         c.extend((0..self.n_series).filter(|&k| self.valid_series(k, len)));
-        if c.len() > FULL_SCAN {
-            // Each quality once, not twice per comparison.
-            let mut q = std::mem::take(&mut self.quality);
-            q.clear();
-            q.extend(self.stats.iter().map(BandStat::quality));
-            preselect(&mut c, &q);
-            self.quality = q;
+        if c.len() > FULL_SCAN && self.quality.len() == self.n_series {
+            preselect(&mut c, &self.quality);
         }
         self.candidates = c;
     }
@@ -1417,6 +1447,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_estimator_sharing_the_band_statistics_selects_and_reads_the_same() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let Ok(noise) = Normal::new(0.0f32, 0.01) else {
+            panic!("normal")
+        };
+        let mut own = VitalsEstimator::new(VitalsConfig::default());
+        let mut shared = VitalsEstimator::new(VitalsConfig::default());
+        // More series than a full scan takes, the breathing ones last: a pre-selection that did
+        // not see the running statistics would keep the first 32 and miss them.
+        let mut amps = vec![0.0f32; 200];
+        let mut checked = 0;
+        for i in 0..900 {
+            let t = i as f32 / GRID_HZ;
+            let b = (std::f32::consts::TAU * 14.0 / 60.0 * t).sin();
+            for (k, a) in amps.iter_mut().enumerate() {
+                let gain = if k >= 180 { 0.02 } else { 0.0 };
+                *a = 1.0 + gain * b + noise.sample(&mut rng);
+            }
+            // A movement halfway restarts both windows.
+            let moving = (400..420).contains(&i);
+            own.push_tick(&amps, &[], moving);
+            shared.push_tick_sharing(&amps, &[], moving, &own);
+            assert_eq!(own.breathing, shared.breathing, "tick {i}");
+            assert_eq!(own.sel_breath.idx, shared.sel_breath.idx, "tick {i}");
+            checked += usize::from(own.breathing.bpm.is_some());
+        }
+        assert!(checked > 100, "a rate on {checked} ticks");
+        assert!(own.sel_breath.idx.iter().all(|&k| k >= 180));
     }
 
     #[test]
