@@ -113,11 +113,19 @@ const FRESH_BOUND: f64 = 0.935;
 /// The same seated person with no walk-in: someone already sitting still when the agent starts
 /// (a restart, an agent started in an occupied room), seeds 1–40, ticks from 60 s on. Nothing
 /// moved, so once their breathing has been lost for `presence::SEALED_AFTER_S` they read absent
-/// until they move (the seal's price, 2026-11-27). Measured 0.8524 (0.9017 before the seal;
-/// seeds 8, 11, 25, 26, 37 and 38 lose most); the bound holds the measured figure.
+/// until they move or the two-minute presence window finds their rhythm
+/// (`pipeline::PRESENCE_BREATH_WINDOW`). Measured 0.9265 (0.8524 with the seal alone, 0.9017
+/// before it; seeds 8, 11, 25, 26, 37 and 38 lose most); the bound holds the measured figure.
 #[test]
 fn a_person_seated_from_the_first_frame_is_found_and_kept() {
-    let seeds: Vec<u64> = (1..=40).collect();
+    let (share, n) = seated_from_the_first_frame(1..=40);
+    assert!(n > 200_000 && share >= 0.92, "present on {share:.4} of {n}");
+}
+
+/// Plays the seated person without the walk-in on `seeds`; returns the pooled share of ticks
+/// from 60 s on read present, and their count (each seed below 1 printed).
+fn seated_from_the_first_frame(seeds: impl IntoIterator<Item = u64>) -> (f64, usize) {
+    let seeds: Vec<u64> = seeds.into_iter().collect();
     let results: Vec<(u64, usize, usize)> = per_seed(&seeds, |seed| {
         let mut cfg = still_ten_minutes_scene(seed);
         cfg.script.remove(0);
@@ -137,8 +145,67 @@ fn a_person_seated_from_the_first_frame_is_found_and_kept() {
         p += present;
     }
     let share = p as f64 / n.max(1) as f64;
-    eprintln!("seated from the start, seeds 1-40: present on {share:.4} of {n} ticks from 60 s");
-    assert!(n > 200_000 && share >= 0.85, "present on {share:.4} of {n}");
+    eprintln!("seated from the start: present on {share:.4} of {n} ticks from 60 s");
+    (share, n)
+}
+
+/// Forty seated people (401–440), never tuned on: first run 2026-11-26 for an earlier form of
+/// the two-minute presence window that was not kept, since then only scored. With the window
+/// (`pipeline::PRESENCE_BREATH_WINDOW`, 2026-11-27): 0.9442 (0.9207 without it; seeds 421 and
+/// 434 show no rhythm on either window). The bound holds the measured figure.
+#[test]
+fn a_still_person_stays_present_on_forty_more_seeds() {
+    let seeds: Vec<u64> = (401..=440).collect();
+    let results = still_ten_minutes(&seeds);
+    let (share, n) = present_share("seeds 401-440", &results);
+    assert!(n > 230_000, "the person never sat down");
+    assert!(share >= 0.94, "present on {share:.4}");
+}
+
+/// The seeds in `SEEDS` (`31-40,61-100`), for the by-hand runs below.
+fn seeds_from_env() -> Vec<u64> {
+    let spec = std::env::var("SEEDS").unwrap_or_default();
+    let mut out = Vec::new();
+    for part in spec.split(',').filter(|p| !p.trim().is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        match (a.trim().parse::<u64>(), b.trim().parse::<u64>()) {
+            (Ok(a), Ok(b)) => out.extend(a..=b),
+            _ => panic!("SEEDS: {part:?} is not a seed or a range a-b"),
+        }
+    }
+    assert!(!out.is_empty(), "set SEEDS, e.g. SEEDS=31-40,61-100");
+    out
+}
+
+/// By hand, for the README's figures on sets no test asserts (tuning seeds, sets run once):
+/// `SEEDS=31-40,61-100 cargo test -p local-agent --test accuracy_presence -- --ignored
+/// --nocapture on_seeds` plays the still person, the quiet room, the walk-out and the person
+/// seated from the first frame on those seeds (add the test's name to run one of them).
+#[test]
+#[ignore]
+fn still_person_on_seeds() {
+    present_share("SEEDS", &still_ten_minutes(&seeds_from_env()));
+}
+
+/// See `still_person_on_seeds`.
+#[test]
+#[ignore]
+fn quiet_rooms_on_seeds() {
+    quiet_rooms_that_read_present("SEEDS", seeds_from_env());
+}
+
+/// See `still_person_on_seeds`.
+#[test]
+#[ignore]
+fn walk_outs_on_seeds() {
+    walk_outs_held_after_the_bridge("SEEDS", seeds_from_env());
+}
+
+/// See `still_person_on_seeds`.
+#[test]
+#[ignore]
+fn seated_from_the_first_frame_on_seeds() {
+    seated_from_the_first_frame(seeds_from_env());
 }
 
 /// Someone who sat still for two and a half minutes (long enough for every breathing window to
@@ -183,9 +250,9 @@ fn walk_outs_on_eighty_more_seeds() {
 /// read present after the still bridge ran out, and on how many ticks (each room printed).
 fn walk_outs_held_after_the_bridge(
     label: &str,
-    seeds: std::ops::RangeInclusive<u64>,
+    seeds: impl IntoIterator<Item = u64>,
 ) -> (usize, usize) {
-    let seeds: Vec<u64> = seeds.collect();
+    let seeds: Vec<u64> = seeds.into_iter().collect();
     let late: Vec<(u64, usize, Option<f64>)> = per_seed(&seeds, |seed| {
         // The still-person scene's seated person (4 mm breath, 25 Hz), seated from the start.
         let mut cfg = still_ten_minutes_scene(seed);
@@ -267,9 +334,9 @@ fn ten_quiet_minutes_on_forty_more_seeds() {
 /// point, and on how many ticks they showed presence and vitals (each room printed).
 fn quiet_rooms_that_read_present(
     label: &str,
-    seeds: std::ops::RangeInclusive<u64>,
+    seeds: impl IntoIterator<Item = u64>,
 ) -> (usize, usize, usize) {
-    let seeds: Vec<u64> = seeds.collect();
+    let seeds: Vec<u64> = seeds.into_iter().collect();
     let results = quiet_ten_minutes(&seeds);
     let bad: Vec<(u64, usize, usize)> = results
         .iter()

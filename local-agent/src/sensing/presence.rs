@@ -5,7 +5,8 @@
 //! window or still sees a breathing-band candidate; a short fragment that follows such an
 //! episode within `EPISODE_GAP_S` belongs to it), debounced over 4 grid ticks. Breathing
 //! evidence counts only until the room is sealed: a minute without motion and without presence
-//! resting on breathing (`SEALED_AFTER_S`); then only motion makes it present again. Moving always
+//! resting on breathing (`SEALED_AFTER_S`); then only motion, or one rhythm held over the
+//! two-minute presence window (`BreathEvidence::long_accepted`), makes it present again. Moving always
 //! implies present, at once. The motion decision itself, and the empty-room calibration behind
 //! it, live in `motion` and `calibration`.
 
@@ -36,7 +37,8 @@ pub const BREATH_HOLD_S: f64 = 3.0;
 /// after the start or after a walk-out). The price is a still person whose breathing was lost
 /// for a minute and came back without any motion in between: they read absent until they move
 /// (the simulator's weak-breath seeds, whose breath is not above an empty room's noise on any
-/// cue). Chosen on tuning seeds (walk-outs 1–16: 271 ticks present after the bridge at 90 s
+/// cue), unless the two-minute presence window finds their rhythm: an empty room's chance
+/// rhythms last seconds, not two minutes (`pipeline::PRESENCE_BREATH_WINDOW`). Chosen on tuning seeds (walk-outs 1–16: 271 ticks present after the bridge at 90 s
 /// and above, 62 at 60 s; quiet rooms 17–36: none at 60 or 90 s); README, "Accuracy".
 pub const SEALED_AFTER_S: f64 = 60.0;
 /// Ticks a new state must persist before it is reported.
@@ -54,6 +56,9 @@ pub struct BreathEvidence {
     /// The still-presence cue holds a still person (`sensing::still`): armed by an accepted
     /// breath, held by breathing-band energy while no rate is accepted.
     pub still_cue: bool,
+    /// A breathing rate is accepted on the two-minute presence window
+    /// (`pipeline::PRESENCE_BREATH_WINDOW`): the one breathing evidence that opens a sealed room.
+    pub long_accepted: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -148,6 +153,10 @@ impl PresenceTracker {
         } else {
             self.unsupported_s += tick_s;
         }
+        if breath.long_accepted {
+            // Two minutes of one rhythm is not an empty room's chance rhythm (module notes).
+            self.unsupported_s = 0.0;
+        }
         let sealed = self.unsupported_s >= SEALED_AFTER_S;
         let raw = moving
             || (!sealed && self.breath_present)
@@ -177,6 +186,7 @@ mod tests {
         candidate: false,
         accepted: false,
         still_cue: false,
+        long_accepted: false,
     };
 
     const BREATHING: BreathEvidence = BreathEvidence {
@@ -184,6 +194,7 @@ mod tests {
         candidate: true,
         accepted: true,
         still_cue: true,
+        long_accepted: false,
     };
 
     #[test]
@@ -228,6 +239,7 @@ mod tests {
             candidate: true,
             accepted: true,
             still_cue: false,
+            long_accepted: false,
         };
         for i in 20..40 {
             p.on_tick(f64::from(i) * 0.1, 0.1, false, breathing);
@@ -366,6 +378,25 @@ mod tests {
     }
 
     #[test]
+    fn a_rhythm_held_for_two_minutes_opens_the_seal() {
+        let mut p = PresenceTracker::new();
+        let mut t = 0.0;
+        play(&mut p, &mut t, 3.0, true, QUIET);
+        // A breath too weak for the 30 s window: the bridge ends, the room seals.
+        play(&mut p, &mut t, STILL_BRIDGE_S + 5.0, false, QUIET);
+        assert!(p.sealed());
+        assert_eq!(play(&mut p, &mut t, 20.0, false, BREATHING), 0, "sealed");
+        // The two-minute presence window holds one rhythm: that is someone breathing.
+        let long = BreathEvidence {
+            long_accepted: true,
+            ..BREATHING
+        };
+        let present = play(&mut p, &mut t, 60.0, false, long);
+        assert!(present >= 590, "{present} of 600 ticks present");
+        assert!(!p.sealed());
+    }
+
+    #[test]
     fn breathing_lost_for_less_than_the_seal_still_brings_a_still_person_back() {
         let mut p = PresenceTracker::new();
         let mut t = 0.0;
@@ -402,6 +433,7 @@ mod tests {
             candidate: true,
             accepted: false,
             still_cue: false,
+            long_accepted: false,
         };
         assert_eq!(play(&mut p, &mut t, 30.0, false, waiting), 300);
         assert_eq!(play(&mut p, &mut t, 40.0, false, weak), 400);

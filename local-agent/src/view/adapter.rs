@@ -175,7 +175,8 @@ pub fn vital(e: &Estimates, fresh: bool, heart: bool) -> Vital {
         let reason = if e.sealed && !e.calibrating {
             "Nobody is detected, so there is nothing to measure. The room has shown neither \
              motion nor breathing for a minute, so it counts as empty until something moves: \
-             if someone is here, a small movement brings them back."
+             if someone is here, a small movement brings them back, or two minutes of steady \
+             breathing."
                 .to_string()
         } else {
             format!("Nobody is detected, so there is nothing to measure{calibrating}.")
