@@ -2,7 +2,8 @@
 //!
 //! - `pipeline/push_*`: the whole pipeline (rate tracking, gain normalisation, motion, presence,
 //!   vitals, range, fusion). Frames come from the seeded simulator (a still, breathing person, so
-//!   every path runs), generated before timing; 130 s warm every window first (the longest, presence's, is 120 s).
+//!   every path runs), generated before timing; 130 s warm every window first (the longest,
+//!   presence's, is 120 s).
 //! - `motion/*`: the motion path alone (gain normalisation and the per-packet motion detector
 //!   with its calibration), the part that decides motion on every packet.
 //! - `peer/mvs_64sc`: the ESPectre MVS baseline of `eval motion` (amplitudes of its 12

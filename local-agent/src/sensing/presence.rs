@@ -6,9 +6,9 @@
 //! episode within `EPISODE_GAP_S` belongs to it), debounced over 4 grid ticks. Breathing
 //! evidence counts only until the room is sealed: a minute without motion and without presence
 //! resting on breathing (`SEALED_AFTER_S`); then only motion, or one rhythm held over the
-//! two-minute presence window (`BreathEvidence::long_accepted`), makes it present again. Moving always
-//! implies present, at once. The motion decision itself, and the empty-room calibration behind
-//! it, live in `motion` and `calibration`.
+//! two-minute presence window (`BreathEvidence::long_accepted`), makes it present again. Moving
+//! always implies present, at once. The motion decision itself, and the empty-room calibration
+//! behind it, live in `motion` and `calibration`.
 
 /// Seconds of presence kept after a motion episode while no breathing is accepted yet.
 pub const STILL_BRIDGE_S: f64 = 75.0;
@@ -38,8 +38,9 @@ pub const BREATH_HOLD_S: f64 = 3.0;
 /// for a minute and came back without any motion in between: they read absent until they move
 /// (the simulator's weak-breath seeds, whose breath is not above an empty room's noise on any
 /// cue), unless the two-minute presence window finds their rhythm: an empty room's chance
-/// rhythms last seconds, not two minutes (`pipeline::PRESENCE_BREATH_WINDOW`). Chosen on tuning seeds (walk-outs 1–16: 271 ticks present after the bridge at 90 s
-/// and above, 62 at 60 s; quiet rooms 17–36: none at 60 or 90 s); README, "Accuracy".
+/// rhythms last seconds, not two minutes (`pipeline::PRESENCE_BREATH_WINDOW`). Chosen on tuning
+/// seeds (walk-outs 1–16: 271 ticks present after the bridge at 90 s and above, 62 at 60 s;
+/// quiet rooms 17–36: none at 60 or 90 s); README, "Accuracy".
 pub const SEALED_AFTER_S: f64 = 60.0;
 /// Ticks a new state must persist before it is reported.
 pub const DEBOUNCE_TICKS: u32 = 4;
