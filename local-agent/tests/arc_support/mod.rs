@@ -10,8 +10,9 @@
 //! geometric distances, which removes Kåsa's bias toward small circles on short, noisy arcs),
 //! then unwrap the angle about the fitted centre.
 //!
-//! Test support, not production code: the heart path tried it and did not keep it (local-agent
-//! README, "Heart rate on a multi-antenna 5 GHz link"); `diag_heart` still uses it.
+//! Test support, not production code: the heart path tried it and did not keep it
+//! (`local-agent/docs/accuracy.md`, "Heart rate on a multi-antenna 5 GHz link"); `diag_heart`
+//! still uses it.
 
 // The diagnostic uses only part of it.
 #![allow(dead_code)]

@@ -125,8 +125,8 @@ pub struct SimConfig {
     /// Standard deviation of a still person's postural drift (an Ornstein–Uhlenbeck walk of the
     /// whole body along its facing direction, 45 s memory). Its increments are white, so its
     /// spectrum falls as 1/f² and still reaches the heart band: on the multi-antenna ECG-timed
-    /// streams it is what the heart-band peak trips on (see the local-agent README, "Heart
-    /// rate on a multi-antenna 5 GHz link"); 0 switches it off for that diagnosis.
+    /// streams it is what the heart-band peak trips on (see `local-agent/docs/accuracy.md`,
+    /// "Heart rate on a multi-antenna 5 GHz link"); 0 switches it off for that diagnosis.
     pub postural_sway_m: f64,
     /// Beat times (seconds of scene time, ascending) that replace the modelled heartbeat, e.g.
     /// the R peaks of a real ECG recording: each beat's pulse starts at its time and spans the
