@@ -49,7 +49,7 @@ pub fn hold_sentence(reason: Option<WaitReason>) -> &'static str {
 fn hold_fix(reason: Option<WaitReason>) -> &'static str {
     match reason {
         Some(WaitReason::Motion) => {
-            "Leave the room empty and still for half a minute (pets, fans and curtains move too); presence works on a default threshold meanwhile."
+            "Leave the room empty and still for half a minute (pets, fans and curtains move too); presence works on a default threshold meanwhile. If the room already is empty and still, the link's own noise is above the level assumed before calibration: move the node away from other transmitters and metal, or nearer the access point, so it reads quiet."
         }
         _ => {
             "Check the nodes' timing, gain and RSSI findings above, and keep moving things (fans, curtains) out of the link."
