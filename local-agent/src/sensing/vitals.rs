@@ -304,6 +304,13 @@ struct Selection {
     phase_count: usize,
 }
 
+impl Selection {
+    /// Empty, or older than `refit` ticks: the next analysis picks its series again.
+    fn due(&self, refit: usize) -> bool {
+        self.idx.is_empty() || self.age >= refit
+    }
+}
+
 /// Running breathing-band quality of one series: a first-order high-pass and low-pass pair
 /// (cheap, per tick) and EMAs of the band energy and of the second-difference energy (the noise
 /// floor: it passes white noise 6:1 and suppresses a 0.45 Hz breath by 160:1, a 0.1 Hz one by
@@ -713,13 +720,16 @@ impl VitalsEstimator {
         if self.since_hop >= self.cfg.hop {
             self.since_hop = 0;
             self.quality.clear();
-            match shared {
-                Some(stats) if stats.len() == self.n_series => {
-                    self.quality.extend(stats.iter().map(BandStat::quality));
-                }
-                _ => self
-                    .quality
-                    .extend(self.stats.iter().map(BandStat::quality)),
+            // Read only by a re-selection's pre-selection, so taken only when one is due.
+            let refit = self.cfg.refit;
+            if self.n_series > FULL_SCAN
+                && (self.sel_breath.due(refit) || self.sel_heart.due(refit))
+            {
+                let stats = match shared {
+                    Some(stats) if stats.len() == self.n_series => stats,
+                    _ => &self.stats,
+                };
+                self.quality.extend(stats.iter().map(BandStat::quality));
             }
             self.analyse();
         }
@@ -1076,7 +1086,7 @@ impl VitalsEstimator {
             self.room_floor.latest = None;
             return;
         }
-        if self.sel_breath.idx.is_empty() || self.sel_breath.age >= self.cfg.refit {
+        if self.sel_breath.due(self.cfg.refit) {
             self.sel_breath = self.refit(len, BREATH_SELECT_BAND);
         }
         let sel = std::mem::take(&mut self.sel_breath);
@@ -1213,7 +1223,7 @@ impl VitalsEstimator {
             self.pers_heart.push(None);
             return;
         }
-        if self.sel_heart.idx.is_empty() || self.sel_heart.age >= self.cfg.refit {
+        if self.sel_heart.due(self.cfg.refit) {
             self.sel_heart = self.heart_weights(len, fb);
         }
         let sel = std::mem::take(&mut self.sel_heart);
