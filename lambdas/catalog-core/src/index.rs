@@ -90,4 +90,6 @@ pub(crate) struct DocMeta {
     /// Bit `i`: the operation name's last segment has the word `MODIFIERS[i]` of tool search;
     /// bit 31: some such word occurs twice (then the name is read).
     pub(crate) modifiers: u32,
+    /// What the operation's name says it does.
+    pub(crate) verb: crate::text::NameVerb,
 }

@@ -251,91 +251,246 @@ fn is_action_path(path: &str) -> bool {
         && !last.ends_with('s')
 }
 
+/// Verbs by class, as requests use them.
+const VERB_TABLE: &[(Verb, &[&str])] = &[
+    (
+        Verb::Create,
+        &[
+            "create", "add", "new", "make", "insert", "post", "send", "submit", "upload", "write",
+            "generate", "register", "append", "publish", "invite", "start", "book", "schedule",
+            "arrange", "launch", "spin", "draft", "compose", "tell", "notify", "announce", "ping",
+            "log", "record", "put", "buy", "purchase", "pay", "save", "store", "open", "setup",
+            "declare",
+        ],
+    ),
+    (
+        Verb::Get,
+        &[
+            "get", "fetch", "retrieve", "read", "show", "view", "lookup", "look", "detail",
+            "describe", "download", "check", "info",
+        ],
+    ),
+    (
+        Verb::List,
+        &[
+            "list",
+            "all",
+            "search",
+            "browse",
+            "enumerate",
+            "find",
+            "query",
+        ],
+    ),
+    (
+        Verb::Update,
+        &[
+            "update",
+            "edit",
+            "modify",
+            "change",
+            "set",
+            "patch",
+            "rename",
+            "replace",
+            "move",
+            "assign",
+            "mark",
+            "reassign",
+            "reschedule",
+            "tick",
+            "complete",
+            "finish",
+            "close",
+            "resolve",
+            "turn",
+            "enable",
+            "disable",
+            "toggle",
+        ],
+    ),
+    (
+        Verb::Delete,
+        &[
+            "delete",
+            "remove",
+            "erase",
+            "destroy",
+            "drop",
+            "clear",
+            "unsubscribe",
+            "revoke",
+            "purge",
+            "cancel",
+            "kick",
+            "trash",
+            "discard",
+        ],
+    ),
+];
+
 static VERBS: LazyLock<HashMap<String, Verb>> = LazyLock::new(|| {
-    let table: &[(Verb, &[&str])] = &[
-        (
-            Verb::Create,
-            &[
-                "create", "add", "new", "make", "insert", "post", "send", "submit", "upload",
-                "write", "generate", "register", "append", "publish", "invite", "start", "book",
-                "schedule", "arrange", "launch", "spin", "draft", "compose", "tell", "notify",
-                "announce", "ping", "log", "record", "put", "buy", "purchase", "pay", "save",
-                "store", "open", "setup", "declare",
-            ],
-        ),
-        (
-            Verb::Get,
-            &[
-                "get", "fetch", "retrieve", "read", "show", "view", "lookup", "look", "detail",
-                "describe", "download", "check", "info",
-            ],
-        ),
-        (
-            Verb::List,
-            &[
-                "list",
-                "all",
-                "search",
-                "browse",
-                "enumerate",
-                "find",
-                "query",
-            ],
-        ),
-        (
-            Verb::Update,
-            &[
-                "update",
-                "edit",
-                "modify",
-                "change",
-                "set",
-                "patch",
-                "rename",
-                "replace",
-                "move",
-                "assign",
-                "mark",
-                "reassign",
-                "reschedule",
-                "tick",
-                "complete",
-                "finish",
-                "close",
-                "resolve",
-                "turn",
-                "enable",
-                "disable",
-                "toggle",
-            ],
-        ),
-        (
-            Verb::Delete,
-            &[
-                "delete",
-                "remove",
-                "erase",
-                "destroy",
-                "drop",
-                "clear",
-                "unsubscribe",
-                "revoke",
-                "purge",
-                "cancel",
-                "kick",
-                "trash",
-                "discard",
-            ],
-        ),
-    ];
     let mut m = HashMap::new();
-    for (verb, words) in table {
+    for (verb, words) in VERB_TABLE {
         for w in *words {
             m.insert(stem(w), *verb);
         }
     }
     m
 });
+
+/// What an operation's own name says it does: a verb of a class (`create_user`,
+/// `events_insert`), another action (`pause_job`, `videos_rate`, `events_import`), or nothing
+/// (`usage_embeddings`). The method alone says `POST` for all of the first three.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameVerb {
+    None,
+    Class(Verb),
+    Other,
+}
+
+/// Request verbs that are mostly nouns in an operation name (`logs`, `book_list`, `all_users`,
+/// `info`): a name starting with one of these does not say what the operation does.
+const NOUN_LIKE: &[&str] = &[
+    "all", "info", "detail", "look", "log", "record", "book", "store", "tell", "ping", "spin",
+    "turn", "draft", "query", "schedule", "complete", "finish", "order", "check", "set", "open",
+    "close", "put",
+];
+
+/// Actions of API operations outside the five classes, as they begin or end an operation's
+/// name. General API vocabulary (lifecycle, moderation, social, money, workflow), not words
+/// picked from evaluation requests.
+const OTHER_ACTIONS: &[&str] = &[
+    "approve",
+    "reject",
+    "accept",
+    "decline",
+    "archive",
+    "unarchive",
+    "restore",
+    "copy",
+    "clone",
+    "duplicate",
+    "export",
+    "import",
+    "merge",
+    "pause",
+    "resume",
+    "stop",
+    "restart",
+    "retry",
+    "rerun",
+    "rate",
+    "follow",
+    "unfollow",
+    "like",
+    "unlike",
+    "star",
+    "unstar",
+    "pin",
+    "unpin",
+    "mute",
+    "unmute",
+    "lock",
+    "unlock",
+    "block",
+    "unblock",
+    "verify",
+    "validate",
+    "test",
+    "preview",
+    "sync",
+    "watch",
+    "unwatch",
+    "transfer",
+    "void",
+    "capture",
+    "refund",
+    "confirm",
+    "execute",
+    "run",
+    "trigger",
+    "crosspost",
+    "forward",
+    "reply",
+    "share",
+    "unshare",
+    "convert",
+    "translate",
+    "transcribe",
+    "count",
+    "exchange",
+    "authorize",
+    "rotate",
+    "reset",
+    "refresh",
+    "acknowledge",
+    "ack",
+    "snooze",
+    "dismiss",
+    "hide",
+    "unhide",
+    "ban",
+    "unban",
+    "join",
+    "leave",
+    "enroll",
+    "unenroll",
+    "activate",
+    "deactivate",
+    "suspend",
+    "unsuspend",
+    "expire",
+    "finalize",
+    "calculate",
+    "compute",
+    "estimate",
+    "upsert",
+    "render",
+    "unassign",
+    "subscribe",
+    "link",
+    "unlink",
+    "attach",
+    "detach",
+    "claim",
+    "release",
+    "redeem",
+    "reverse",
+    "print",
+    "ship",
+    "deploy",
+    "rollback",
+    "promote",
+];
+
+static NAME_VERBS: LazyLock<HashMap<&'static str, NameVerb>> = LazyLock::new(|| {
+    let mut m = HashMap::new();
+    for w in OTHER_ACTIONS {
+        m.insert(*w, NameVerb::Other);
+    }
+    for (verb, words) in VERB_TABLE {
+        for w in *words {
+            if !NOUN_LIKE.contains(w) {
+                m.insert(*w, NameVerb::Class(*verb));
+            }
+        }
+    }
+    m
+});
+
+/// The verb of an operation name's words (`["pause", "fine", "tuning", "job"]`): the first
+/// word, else the last (`calendar_events_insert`), else the first one between
+/// (`me_create_contacts`, `people_search_contacts`). A
+/// word counts only in its base form, so `logs_list` and `posts_get` name their verbs last.
+pub fn name_verb(words: &[&str]) -> NameVerb {
+    let n = words.len();
+    let at = |i: usize| words.get(i).and_then(|w| NAME_VERBS.get(w).copied());
+    at(0)
+        .or_else(|| if n > 1 { at(n - 1) } else { None })
+        .or_else(|| (1..n.saturating_sub(1)).find_map(at))
+        .unwrap_or(NameVerb::None)
+}
 
 /// Weight of a synonym's match relative to the word itself.
 pub const SYNONYM_WEIGHT: f32 = 0.7;
@@ -530,6 +685,20 @@ mod tests {
         );
         assert_eq!(words("/v1/users/{user_id}"), ["users", "user", "id"]);
         assert_eq!(words("floatingIPs_create"), ["floating", "ips", "create"]);
+    }
+
+    #[test]
+    fn an_operation_name_states_its_verb_first_last_or_between() {
+        let v = |name: &str| name_verb(&name.split('_').collect::<Vec<_>>());
+        assert_eq!(v("pause_fine_tuning_job"), NameVerb::Other);
+        assert_eq!(v("create_fine_tuning_job"), NameVerb::Class(Verb::Create));
+        assert_eq!(v("calendar_events_insert"), NameVerb::Class(Verb::Create));
+        assert_eq!(v("videos_rate"), NameVerb::Other);
+        assert_eq!(v("me_create_contacts"), NameVerb::Class(Verb::Create));
+        // Plural nouns are not verbs: `logs` and `posts` name what is listed or read.
+        assert_eq!(v("logs_list"), NameVerb::Class(Verb::List));
+        assert_eq!(v("posts_get"), NameVerb::Class(Verb::Get));
+        assert_eq!(v("usage_embeddings"), NameVerb::None);
     }
 
     #[test]

@@ -258,11 +258,14 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             };
             let resolver = eval::Resolver::new(&catalog);
-            let (mut all, mut tune, mut test) = Default::default();
+            let (mut all, mut tune, mut test, mut plain_words) = Default::default();
             for t in eval::tool_tasks() {
                 let acc = eval::accepted(&resolver, &t);
                 let rank = eval::rank_of(&catalog, &t.query, &acc);
                 eval::Metrics::add(&mut all, rank);
+                if t.no_operation_words {
+                    eval::Metrics::add(&mut plain_words, rank);
+                }
                 if t.tune {
                     eval::Metrics::add(&mut tune, rank);
                 } else {
@@ -279,13 +282,28 @@ fn main() -> ExitCode {
                     out!("miss {} {:?} rank {rank:?} → {top:?}", t.id, t.query);
                 }
             }
-            let (all, tune, test): (eval::Metrics, eval::Metrics, eval::Metrics) =
-                (all, tune, test);
+            // The first evaluation, in the first catalog's tool names (they still resolve).
+            let mut first = eval::Metrics::default();
+            for (query, expected) in eval::regression_tasks() {
+                let acc = expected
+                    .iter()
+                    .filter_map(|e| catalog.tool_index_of(e))
+                    .collect();
+                first.add(eval::rank_of(&catalog, &query, &acc));
+            }
+            let (all, tune, test, plain_words): (
+                eval::Metrics,
+                eval::Metrics,
+                eval::Metrics,
+                eval::Metrics,
+            ) = (all, tune, test, plain_words);
             out!(
-                "{}\n{}\n{}",
+                "{}\n{}\n{}\n{}\n{}",
                 all.row("all"),
                 tune.row("tune"),
-                test.row("test")
+                test.row("test"),
+                plain_words.row("no operation words"),
+                first.row("first evaluation")
             );
             ExitCode::SUCCESS
         }
