@@ -15,6 +15,41 @@ fn an_app_named_loosely_narrows_the_search_to_it() {
     );
 }
 
+/// An app named by more words than it needs ("zoom meetings", "stripe payment"): the extra
+/// words say what the request is about and count in full.
+#[test]
+fn words_beyond_the_apps_own_name_count_as_the_request() {
+    let cat = common::catalog();
+    let found = cat.find("what zoom meetings do I have coming up", None, 5);
+    assert_eq!(found.app.as_deref(), Some("zoom"));
+    assert!(
+        found.hits.iter().any(|h| h.tool == "zoom.meetings"),
+        "{:?}",
+        found.hits
+    );
+    assert!(
+        found.hits[0].matched_terms.iter().any(|t| t == "meetings"),
+        "{:?}",
+        found.hits
+    );
+}
+
+/// Two `POST`s on the same thing: the one whose name states the action asked for comes first.
+#[test]
+fn the_operation_named_for_the_action_asked_for_comes_first() {
+    let cat = common::catalog();
+    for (query, want) in [
+        (
+            "start a fine-tuning job on openai",
+            "openai.create_fine_tuning_job",
+        ),
+        ("upload a video to youtube", "youtube.youtube_videos_insert"),
+    ] {
+        let found = cat.find(query, None, 3);
+        assert_eq!(found.hits[0].tool, want, "{query}: {:?}", found.hits);
+    }
+}
+
 #[test]
 fn an_explicit_app_filter_is_never_widened() {
     let cat = common::catalog();

@@ -188,14 +188,14 @@ impl Catalog {
                 if let Some((apps, span)) = &detected
                     && apps.contains(&(a as u32))
                 {
-                    used[span.clone()].iter_mut().for_each(|u| *u = true);
+                    span.iter().for_each(|&i| used[i] = true);
                 }
                 (Some(vec![a as u32]), used)
             }
             None => match &detected {
                 Some((apps, span)) => {
                     let mut used = vec![false; words.len()];
-                    used[span.clone()].iter_mut().for_each(|u| *u = true);
+                    span.iter().for_each(|&i| used[i] = true);
                     (Some(apps.clone()), used)
                 }
                 None => (None, vec![false; words.len()]),
@@ -274,11 +274,9 @@ impl Catalog {
 
 /// The alias in the query that names an app most surely: the longest, then the strongest (an
 /// app's own name over a word taken from a title), then the last one ("upload a video to
-/// youtube": the app is named last). Answers the apps it names and the word span it covers.
-fn detect_app(
-    idx: &Index,
-    words: &[(String, String)],
-) -> Option<(Vec<u32>, std::ops::Range<usize>)> {
+/// youtube": the app is named last). Answers the apps it names and the positions of the words
+/// that name them.
+fn detect_app(idx: &Index, words: &[(String, String)]) -> Option<(Vec<u32>, Vec<usize>)> {
     let max = (idx.max_alias_words as usize).min(words.len());
     // (words, strength, start) orders the candidates.
     type Candidate = ((usize, u8, usize), Vec<u32>, std::ops::Range<usize>);
@@ -298,7 +296,23 @@ fn detect_app(
             }
         }
     }
-    best.map(|(_, apps, span)| (apps, span))
+    let (_, apps, span) = best?;
+    // "refund a stripe payment" names Stripe by "stripe payment", but "stripe" alone names it
+    // too: "payment" is what the request is about, not the app's name. The shortest part of
+    // the span that names the same apps is the name.
+    for n in 1..span.len() {
+        for start in span.start..=span.end - n {
+            let key = words[start..start + n]
+                .iter()
+                .map(|(_, s)| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if idx.alias(&key).is_some_and(|(a, _)| a == apps.as_slice()) {
+                return Some((apps, (start..start + n).collect()));
+            }
+        }
+    }
+    Some((apps, span.collect()))
 }
 
 /// The query's terms with their vocabulary variants; words that named the app count with
