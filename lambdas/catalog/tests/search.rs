@@ -50,6 +50,30 @@ fn the_operation_named_for_the_action_asked_for_comes_first() {
     }
 }
 
+/// Microsoft Graph reaches a message's `reply` from every mail folder too; the direct
+/// operation comes before its nested copies. A nested path with a text of its own (a budget
+/// month's category) is another operation and keeps its place.
+#[test]
+fn the_direct_operation_comes_before_its_nested_copies() {
+    let cat = common::catalog();
+    let found = cat.find("reply to an email in outlook", None, 5);
+    assert_eq!(
+        found.hits[0].tool, "outlook.me_messages_message_reply",
+        "{:?}",
+        found.hits
+    );
+    let found = cat.find(
+        "how much is left in my groceries category in YNAB this month",
+        None,
+        5,
+    );
+    assert_eq!(
+        found.hits[0].tool, "ynab.get_month_category_by_id",
+        "{:?}",
+        found.hits
+    );
+}
+
 #[test]
 fn an_explicit_app_filter_is_never_widened() {
     let cat = common::catalog();

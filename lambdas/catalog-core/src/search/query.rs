@@ -2,6 +2,8 @@
 //! prebuilt [`Index`]. Kept apart from the index builder so changing how queries are ranked does
 //! not change the artifact (the builder fingerprints only the files that shape it).
 
+use std::collections::HashMap;
+
 use super::*;
 
 /// How much an operation name made only of the request's words counts (create_image over
@@ -487,10 +489,111 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
 }
 
-fn doc_meta(cat: &Catalog) -> Vec<crate::index::DocMeta> {
+/// Per tool, the tool that does the same thing by a shorter path in the same app: same method,
+/// same scope (the path's first segment, with the parameter right after it), the same
+/// description, and a path that is the scope followed by a tail of this one's. Nested copies of
+/// an operation are common in large APIs (Microsoft Graph reaches a message's `reply` from
+/// every mail folder, with the same text), and their extra path words let them outscore the
+/// direct operation a request means. A nested path with its own description is another thing
+/// (a budget month's category is not the category).
+///
+/// Derived on the first search, so it is cheap: paths are compared by hashes of their
+/// segments (FNV-1a; a parameter is `{}`), and a hash hit is confirmed on the paths themselves.
+fn direct_forms(cat: &Catalog) -> Vec<u32> {
+    fn seg_hash(s: &str) -> u64 {
+        let bytes = if s.starts_with('{') {
+            b"{}"
+        } else {
+            s.as_bytes()
+        };
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    }
+    fn mix(a: u64, b: u64) -> u64 {
+        (a ^ b.rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+    fn segments(path: &str) -> impl DoubleEndedIterator<Item = &str> + Clone {
+        path.split('/').filter(|s| !s.is_empty())
+    }
+    fn same(a: &str, b: &str) -> bool {
+        a == b || (a.starts_with('{') && b.starts_with('{'))
+    }
+    // One pass over the paths: per tool its scope's length and key, and its segments' hashes
+    // (flat, `hashes[at[i]..at[i + 1]]`).
+    let mut hashes: Vec<u64> = Vec::with_capacity(cat.tools.len() * 6);
+    let mut at: Vec<usize> = Vec::with_capacity(cat.tools.len() + 1);
+    let mut scopes: Vec<(usize, u64)> = Vec::with_capacity(cat.tools.len());
+    for t in &cat.tools {
+        at.push(hashes.len());
+        let mut p = 1;
+        for (j, seg) in segments(&t.path).enumerate() {
+            if j == 1 && seg.starts_with('{') {
+                p = 2;
+            }
+            hashes.push(seg_hash(seg));
+        }
+        let own = &hashes[at[at.len() - 1]..];
+        let scope = own
+            .iter()
+            .take(p)
+            .fold(mix(u64::from(t.app), t.method as u64), |k, h| mix(k, *h));
+        scopes.push((p, scope));
+    }
+    at.push(hashes.len());
+    let param = seg_hash("{}");
+    // Every path of two or more segments after its scope, by (app, method, scope, rest).
+    let mut by_path: HashMap<u64, u32> = HashMap::with_capacity(cat.tools.len());
+    for (i, &(p, scope)) in scopes.iter().enumerate() {
+        let own = &hashes[at[i]..at[i + 1]];
+        if own.len() >= p + 2 {
+            let key = own[p..].iter().fold(scope, |k, h| mix(k, *h));
+            by_path.entry(key).or_insert(i as u32);
+        }
+    }
+    let confirm = |t: &crate::model::Tool, d: u32, p: usize, k: usize| {
+        let other = &cat.tools[d as usize];
+        let segs: Vec<&str> = segments(&t.path).collect();
+        let theirs: Vec<&str> = segments(&other.path).collect();
+        let n = segs.len();
+        other.app == t.app
+            && other.method == t.method
+            && other.description == t.description
+            && theirs.len() == p + k
+            && theirs[..p].iter().zip(&segs[..p]).all(|(a, b)| same(a, b))
+            && theirs[p..]
+                .iter()
+                .zip(&segs[n - k..])
+                .all(|(a, b)| same(a, b))
+    };
     cat.tools
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
+            let (p, scope) = scopes[i];
+            let own = &hashes[at[i]..at[i + 1]];
+            let n = own.len();
+            // Tails from the shortest (two segments: `messages/{}`) to one shorter than the
+            // path's own; a tail starts at a static segment (`{}/labels` of
+            // `/repos/{o}/{r}/issues/{n}/labels` would find `/repos/{o}/{r}/labels`).
+            (2..n.saturating_sub(p))
+                .filter(|&k| own[n - k] != param)
+                .find_map(|k| {
+                    let key = own[n - k..].iter().fold(scope, |h, x| mix(h, *x));
+                    let &d = by_path.get(&key)?;
+                    confirm(t, d, p, k).then_some(d)
+                })
+                .unwrap_or(u32::MAX)
+        })
+        .collect()
+}
+
+fn doc_meta(cat: &Catalog) -> Vec<crate::index::DocMeta> {
+    let direct = direct_forms(cat);
+    cat.tools
+        .iter()
+        .zip(direct)
+        .map(|(t, direct)| {
             let mut modifiers = 0u32;
             let words: Vec<&str> = t.name.rsplit('.').next().unwrap_or("").split('_').collect();
             for &w in &words {
@@ -507,6 +610,7 @@ fn doc_meta(cat: &Catalog) -> Vec<crate::index::DocMeta> {
                 deprecated: t.deprecated,
                 modifiers,
                 verb: text::name_verb(&words),
+                direct,
             }
         })
         .collect()
@@ -717,6 +821,7 @@ fn rank_in(
     {
         cands = fuse(cat, cands, &q, scope);
     }
+    place_after_direct_forms(meta, &mut cands);
     if cands.is_empty() {
         let list = answerable
             .iter()
@@ -783,6 +888,34 @@ fn penalise_best(cands: &mut Vec<(f32, u32)>, keep: usize, penalty: impl Fn(u32)
         cands.truncate(first);
     } else {
         cands[first..].iter_mut().for_each(|c| c.0 *= penalty(c.1));
+    }
+}
+
+/// A nested copy of an operation never ranks above the direct operation when both are
+/// candidates: it takes a score just below it.
+fn place_after_direct_forms(meta: &[crate::index::DocMeta], cands: &mut [(f32, u32)]) {
+    // Most candidates are no one's copy: look up only the scores that are needed.
+    let mut score: HashMap<u32, f32> = cands
+        .iter()
+        .map(|c| meta[c.1 as usize].direct)
+        .filter(|&d| d != u32::MAX)
+        .map(|d| (d, f32::NAN))
+        .collect();
+    if score.is_empty() {
+        return;
+    }
+    for &(s, d) in cands.iter() {
+        if let Some(x) = score.get_mut(&d) {
+            *x = s;
+        }
+    }
+    for c in cands.iter_mut() {
+        // NaN (the direct form is not a candidate) compares false: the copy keeps its score.
+        if let Some(&s) = score.get(&meta[c.1 as usize].direct)
+            && c.0 > s
+        {
+            c.0 = s * 0.999;
+        }
     }
 }
 
