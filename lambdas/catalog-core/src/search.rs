@@ -40,10 +40,6 @@ pub enum Field {
     App = 6,
 }
 
-const WEIGHTS: [f32; NFIELDS] = [3.0, 2.0, 0.6, 1.5, 1.0, 0.4, 1.5];
-const B: [f32; NFIELDS] = [0.5, 0.6, 0.75, 0.3, 0.5, 0.75, 0.3];
-const K1: f32 = 1.2;
-
 /// A single-word alias is dropped when its word also occurs in the tools of more than this many
 /// other apps: "sheets" or "tasks" are ordinary words, "slack" or "stripe" are names.
 const ALIAS_SPREAD_MAX: usize = 12;
