@@ -16,10 +16,10 @@ use common::{Metrics, Resolver, accepted};
 /// Floors CI holds the ranking to: just under what it measures now, so a change that makes search
 /// worse fails. The targets of issue 22 (recall@5 0.95, recall@1 0.80, MRR 0.85) are not met
 /// yet; the README reports the measured numbers.
-const MIN_RECALL_AT_5: f64 = 0.79;
-const MIN_RECALL_AT_1: f64 = 0.55;
-const MIN_MRR: f64 = 0.65;
-const MIN_REGRESSION_RECALL_AT_5: f64 = 0.90;
+const MIN_RECALL_AT_5: f64 = 0.81;
+const MIN_RECALL_AT_1: f64 = 0.61;
+const MIN_MRR: f64 = 0.70;
+const MIN_REGRESSION_RECALL_AT_5: f64 = 0.97;
 const MIN_APP_TOP1: f64 = 0.95;
 
 /// Tool names as words, the way a plain tokenizer would want them (`chat_postMessage` → "chat
