@@ -9,6 +9,7 @@ pub mod example;
 pub mod html;
 pub mod index;
 pub mod method;
+pub mod missing;
 pub mod model;
 pub mod naming;
 pub mod openapi;

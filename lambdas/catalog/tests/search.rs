@@ -74,6 +74,25 @@ fn the_direct_operation_comes_before_its_nested_copies() {
     );
 }
 
+/// A service the catalog lacks is named: the answer says so instead of offering another app's
+/// tools that share the request's words (PayPal's products for Shopify's).
+#[test]
+fn a_service_the_catalog_lacks_gets_an_answer_that_says_so() {
+    let cat = common::catalog();
+    let found = cat.find("create a product in shopify", None, 5);
+    assert!(found.hits.is_empty(), "{:?}", found.hits);
+    let hint = found.hint.expect("hint");
+    assert!(
+        hint.starts_with("Shopify is not in the catalog: "),
+        "{hint}"
+    );
+    assert!(hint.contains("custom-connectors"), "{hint}");
+    // A day of the week is not monday.com, and an app the catalog has is still searched.
+    let found = cat.find("schedule a zoom meeting for Monday", None, 5);
+    assert_eq!(found.app.as_deref(), Some("zoom"));
+    assert!(!found.hits.is_empty());
+}
+
 #[test]
 fn an_explicit_app_filter_is_never_widened() {
     let cat = common::catalog();

@@ -255,6 +255,14 @@ impl Catalog {
                 };
             }
         }
+        // A service the catalog lacks, named where no app of the catalog was: say so rather
+        // than answer with another app's tools that share the request's words.
+        if app.is_none()
+            && detected.is_none()
+            && let Some(m) = crate::missing::named_in(&text::words(query))
+        {
+            return Found::empty(None, crate::missing::hint(m));
+        }
         // Stage 2: the whole catalog, with every word (an alias word may be a real term).
         let none_used = vec![false; words.len()];
         let terms = query_terms(idx, &words, &none_used, 1.0);

@@ -1,0 +1,128 @@
+//! Services people ask for by name that the catalog does not have, and why. A request naming
+//! one ("create a product in shopify") would otherwise be answered with whatever other app's
+//! tools share its words (PayPal's products), which reads as if the catalog had Shopify. The
+//! reasons are the ones `lambdas/catalog/eval/README.md` ("How the 50 most-requested services
+//! were chosen") gives.
+
+/// One missing service: the words that name it (lowercase, as `text::words` splits them), its
+/// name and why it is missing.
+pub struct Missing {
+    pub words: &'static [&'static str],
+    pub name: &'static str,
+    pub reason: &'static str,
+}
+
+/// Names are distinctive words only: "monday" or "linear" alone are ordinary words of a request
+/// ("schedule it for Monday"), so those two need their domain.
+pub const MISSING: &[Missing] = &[
+    Missing {
+        words: &["shopify"],
+        name: "Shopify",
+        reason: "its Admin API is GraphQL only",
+    },
+    Missing {
+        words: &["zendesk"],
+        name: "Zendesk",
+        reason: "the vendor's OpenAPI document is not published under a licence",
+    },
+    Missing {
+        words: &["dropbox"],
+        name: "Dropbox",
+        reason: "its API is described in Stone, not OpenAPI",
+    },
+    Missing {
+        words: &["airtable"],
+        name: "Airtable",
+        reason: "there is no vendor OpenAPI document",
+    },
+    Missing {
+        words: &["salesforce"],
+        name: "Salesforce",
+        reason: "its OpenAPI document is generated per organisation",
+    },
+    Missing {
+        words: &["quickbooks"],
+        name: "QuickBooks",
+        reason: "there is no vendor OpenAPI document",
+    },
+    Missing {
+        words: &["calendly"],
+        name: "Calendly",
+        reason: "there is no vendor OpenAPI document",
+    },
+    Missing {
+        words: &["typeform"],
+        name: "Typeform",
+        reason: "only an unlicensed third-party copy of its document exists",
+    },
+    Missing {
+        words: &["linkedin"],
+        name: "LinkedIn",
+        reason: "there is no vendor OpenAPI document",
+    },
+    Missing {
+        words: &["pagerduty"],
+        name: "PagerDuty",
+        reason: "the vendor's OpenAPI document has no licence",
+    },
+    Missing {
+        words: &["todoist"],
+        name: "Todoist",
+        reason: "its API is published only on its documentation site",
+    },
+    Missing {
+        words: &["confluence"],
+        name: "Confluence",
+        reason: "Atlassian's OpenAPI document declares no licence",
+    },
+    Missing {
+        words: &["clickup"],
+        name: "ClickUp",
+        reason: "there is no published OpenAPI document",
+    },
+    Missing {
+        words: &["monday", "com"],
+        name: "monday.com",
+        reason: "its API is GraphQL only",
+    },
+    Missing {
+        words: &["linear", "app"],
+        name: "Linear",
+        reason: "its API is GraphQL only",
+    },
+];
+
+/// The missing service a request names, if any (the first in the request).
+pub fn named_in(words: &[String]) -> Option<&'static Missing> {
+    (0..words.len()).find_map(|i| {
+        MISSING.iter().find(|m| {
+            words.len() - i >= m.words.len()
+                && m.words.iter().zip(&words[i..]).all(|(a, b)| *a == b)
+        })
+    })
+}
+
+/// What a search answers for it.
+pub fn hint(m: &Missing) -> String {
+    format!(
+        "{} is not in the catalog: {}. Add it for your account as a custom connector (its MCP \
+         server or an OpenAPI document: POST /api/v1/custom-connectors).",
+        m.name, m.reason
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text;
+
+    #[test]
+    fn a_missing_service_is_found_by_its_distinctive_name_only() {
+        let named = |q: &str| named_in(&text::words(q)).map(|m| m.name);
+        assert_eq!(named("create a product in Shopify"), Some("Shopify"));
+        assert_eq!(named("add a board item on monday.com"), Some("monday.com"));
+        assert_eq!(named("schedule the call for Monday"), None);
+        assert_eq!(named("fit a linear regression"), None);
+        assert_eq!(named("send a message on slack"), None);
+    }
+}
