@@ -353,8 +353,7 @@ pub enum NameVerb {
 /// `info`): a name starting with one of these does not say what the operation does.
 const NOUN_LIKE: &[&str] = &[
     "all", "info", "detail", "look", "log", "record", "book", "store", "tell", "ping", "spin",
-    "turn", "draft", "query", "schedule", "complete", "finish", "order", "check", "set", "open",
-    "close", "put",
+    "turn", "draft", "query", "schedule", "complete", "finish", "order", "check", "set", "put",
 ];
 
 /// Actions of API operations outside the five classes, as they begin or end an operation's
@@ -699,6 +698,9 @@ mod tests {
         assert_eq!(v("logs_list"), NameVerb::Class(Verb::List));
         assert_eq!(v("posts_get"), NameVerb::Class(Verb::Get));
         assert_eq!(v("usage_embeddings"), NameVerb::None);
+        // In a name, "open" and "close" are the actions, not nouns.
+        assert_eq!(v("conversations_close"), NameVerb::Class(Verb::Update));
+        assert_eq!(v("conversations_open"), NameVerb::Class(Verb::Create));
     }
 
     #[test]
