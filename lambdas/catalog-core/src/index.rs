@@ -92,6 +92,8 @@ pub(crate) struct DocMeta {
     pub(crate) modifiers: u32,
     /// What the operation's name says it does.
     pub(crate) verb: crate::text::NameVerb,
+    /// The vocabulary id of the word stating it (`u32::MAX`: none).
+    pub(crate) verb_term: u32,
     /// The same operation reached directly, when this one is a nested copy of it
     /// (`/me/mailFolders/{id}/messages/{id}/reply` of `/me/messages/{id}/reply`); `u32::MAX`:
     /// none.

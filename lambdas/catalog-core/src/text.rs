@@ -349,8 +349,9 @@ pub enum NameVerb {
     Other,
 }
 
-/// Request verbs that are mostly nouns in an operation name (`logs`, `book_list`, `all_users`,
-/// `info`): a name starting with one of these does not say what the operation does.
+/// Request verbs that are mostly nouns in an operation name (`log_entries`, `book_list`,
+/// `all_users`, `ip_set`): wherever they stand, they do not state its action (but "set" and
+/// "put" do when they come first: [`name_verb_at`]).
 const NOUN_LIKE: &[&str] = &[
     "all", "info", "detail", "look", "log", "record", "book", "store", "tell", "ping", "spin",
     "turn", "draft", "query", "schedule", "complete", "finish", "order", "check", "set", "put",
@@ -483,12 +484,37 @@ static NAME_VERBS: LazyLock<HashMap<&'static str, NameVerb>> = LazyLock::new(|| 
 /// (`me_create_contacts`, `people_search_contacts`). A
 /// word counts only in its base form, so `logs_list` and `posts_get` name their verbs last.
 pub fn name_verb(words: &[&str]) -> NameVerb {
+    name_verb_at(words).map_or(NameVerb::None, |(_, v)| v)
+}
+
+/// Whether a word is an action outside the five classes (`star`, `archive`, `merge`).
+pub fn is_other_action(word: &str) -> bool {
+    NAME_VERBS.get(word) == Some(&NameVerb::Other)
+}
+
+/// [`name_verb`] with the position of the word that states it.
+pub fn name_verb_at(words: &[&str]) -> Option<(usize, NameVerb)> {
     let n = words.len();
-    let at = |i: usize| words.get(i).and_then(|w| NAME_VERBS.get(w).copied());
+    let at = |i: usize| {
+        words
+            .get(i)
+            .and_then(|w| NAME_VERBS.get(w).map(|v| (i, *v)))
+    };
+    // First in a name, "set" and "put" are the action (`set_parent_for_task`,
+    // `put_bucket_policy`); elsewhere they may be a noun (`ip_set`, `get_put_history`).
+    let first = || {
+        let w = *words.first()?;
+        let v = match w {
+            "set" => Verb::Update,
+            "put" => Verb::Create,
+            _ => return None,
+        };
+        Some((0, NameVerb::Class(v)))
+    };
     at(0)
+        .or_else(first)
         .or_else(|| if n > 1 { at(n - 1) } else { None })
         .or_else(|| (1..n.saturating_sub(1)).find_map(at))
-        .unwrap_or(NameVerb::None)
 }
 
 /// Weight of a synonym's match relative to the word itself.
@@ -701,6 +727,10 @@ mod tests {
         // In a name, "open" and "close" are the actions, not nouns.
         assert_eq!(v("conversations_close"), NameVerb::Class(Verb::Update));
         assert_eq!(v("conversations_open"), NameVerb::Class(Verb::Create));
+        // "set" and "put" are the action only first in a name.
+        assert_eq!(v("set_parent_for_task"), NameVerb::Class(Verb::Update));
+        assert_eq!(v("put_bucket_policy"), NameVerb::Class(Verb::Create));
+        assert_eq!(v("ip_set"), NameVerb::None);
     }
 
     #[test]

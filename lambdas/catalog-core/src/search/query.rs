@@ -186,9 +186,29 @@ impl Catalog {
                 })
             });
 
+        // A request whose action has no class ("star a repository", "archive the channel")
+        // still asks for the operations named by that action.
+        let other_verb = match verb {
+            Some(_) => None,
+            None => words
+                .iter()
+                .find(|(w, _)| text::is_other_action(w))
+                .and_then(|(_, s)| idx.term_id(s))
+                .map(|t| t as u32),
+        };
+
         // Stage 1: which app does the query name?
         let detected = detect_app(idx, &words);
-        let (scope_apps, used): (Option<Vec<u32>>, Vec<bool>) = match app {
+        // `used`: the words that name the app; `spanned`: those and the other words of the
+        // alias that found it ("payment" of "stripe payment"). Those count as the request's
+        // words in full, but a request of nothing else ("google sheets") names only an app.
+        let mark = |positions: &[usize]| {
+            let mut v = vec![false; words.len()];
+            positions.iter().for_each(|&i| v[i] = true);
+            v
+        };
+        let none = vec![false; words.len()];
+        let (scope_apps, used, spanned): (Option<Vec<u32>>, Vec<bool>, Vec<bool>) = match app {
             Some(id) => {
                 let Some(a) = self.app_index_of(id) else {
                     return Found::empty(
@@ -196,21 +216,16 @@ impl Catalog {
                         format!("Unknown app '{id}'; list apps with GET /catalog."),
                     );
                 };
-                let mut used = vec![false; words.len()];
-                if let Some((apps, span)) = &detected
-                    && apps.contains(&(a as u32))
-                {
-                    span.iter().for_each(|&i| used[i] = true);
+                match &detected {
+                    Some(d) if d.apps.contains(&(a as u32)) => {
+                        (Some(vec![a as u32]), mark(&d.name), mark(&d.span))
+                    }
+                    _ => (Some(vec![a as u32]), none.clone(), none.clone()),
                 }
-                (Some(vec![a as u32]), used)
             }
             None => match &detected {
-                Some((apps, span)) => {
-                    let mut used = vec![false; words.len()];
-                    span.iter().for_each(|&i| used[i] = true);
-                    (Some(apps.clone()), used)
-                }
-                None => (None, vec![false; words.len()]),
+                Some(d) => (Some(d.apps.clone()), mark(&d.name), mark(&d.span)),
+                None => (None, none.clone(), none.clone()),
             },
         };
         let app_label = scope_apps.as_ref().and_then(|apps| match apps.as_slice() {
@@ -219,7 +234,7 @@ impl Catalog {
         });
 
         if let Some(apps) = &scope_apps {
-            if words.iter().zip(&used).all(|(_, u)| *u) {
+            if spanned.iter().all(|u| *u) {
                 return Found::empty(
                     app_label,
                     "The query names only an app; add what to do, e.g. 'send a message'.".into(),
@@ -240,6 +255,7 @@ impl Catalog {
                 self,
                 &terms,
                 verb,
+                other_verb,
                 &covered,
                 semantic,
                 &Scope::Ranges(ranges),
@@ -264,10 +280,19 @@ impl Catalog {
             return Found::empty(None, crate::missing::hint(m));
         }
         // Stage 2: the whole catalog, with every word (an alias word may be a real term).
-        let none_used = vec![false; words.len()];
-        let terms = query_terms(idx, &words, &none_used, 1.0);
-        let semantic = self.embed_query(&words, &none_used);
-        let (hits, hint) = rank(self, &terms, verb, &[], semantic, &Scope::All, false, limit);
+        let terms = query_terms(idx, &words, &none, 1.0);
+        let semantic = self.embed_query(&words, &none);
+        let (hits, hint) = rank(
+            self,
+            &terms,
+            verb,
+            other_verb,
+            &[],
+            semantic,
+            &Scope::All,
+            false,
+            limit,
+        );
         Found {
             hint: if hits.is_empty() { hint } else { None },
             hits,
@@ -294,9 +319,8 @@ impl Catalog {
 
 /// The alias in the query that names an app most surely: the longest, then the strongest (an
 /// app's own name over a word taken from a title), then the last one ("upload a video to
-/// youtube": the app is named last). Answers the apps it names and the positions of the words
-/// that name them.
-fn detect_app(idx: &Index, words: &[(String, String)]) -> Option<(Vec<u32>, Vec<usize>)> {
+/// youtube": the app is named last).
+fn detect_app(idx: &Index, words: &[(String, String)]) -> Option<Detected> {
     let max = (idx.max_alias_words as usize).min(words.len());
     // (words, strength, start) orders the candidates.
     type Candidate = ((usize, u8, usize), Vec<u32>, std::ops::Range<usize>);
@@ -328,11 +352,27 @@ fn detect_app(idx: &Index, words: &[(String, String)]) -> Option<(Vec<u32>, Vec<
                 .collect::<Vec<_>>()
                 .join(" ");
             if idx.alias(&key).is_some_and(|(a, _)| a == apps.as_slice()) {
-                return Some((apps, (start..start + n).collect()));
+                return Some(Detected {
+                    apps,
+                    span: span.collect(),
+                    name: (start..start + n).collect(),
+                });
             }
         }
     }
-    Some((apps, span.collect()))
+    Some(Detected {
+        apps,
+        span: span.clone().collect(),
+        name: span.collect(),
+    })
+}
+
+/// What [`detect_app`] found: the apps, the positions of the alias's words, and of the part of
+/// them that names the apps.
+struct Detected {
+    apps: Vec<u32>,
+    span: Vec<usize>,
+    name: Vec<usize>,
 }
 
 /// The query's terms with their vocabulary variants; words that named the app count with
@@ -389,6 +429,7 @@ fn rank(
     cat: &Catalog,
     terms: &[QueryTerm],
     verb: Option<Verb>,
+    other_verb: Option<u32>,
     covered: &[String],
     semantic: Option<Vec<f32>>,
     scope: &Scope,
@@ -434,6 +475,7 @@ fn rank(
             &query_stems,
             need,
             verb,
+            other_verb,
             covered,
             semantic,
             scope,
@@ -508,8 +550,9 @@ thread_local! {
 }
 
 /// Per tool, the tool that does the same thing by a shorter path in the same app: same method,
-/// same scope (the path's first segment, with the parameter right after it), the same
-/// description, and a path that is the scope followed by a tail of this one's. Nested copies of
+/// same scope (the path's first segment, with the parameter right after it; for a versioned API,
+/// `/v1`, the version alone), the same non-empty description, and a path that is the scope
+/// followed by a tail of this one's. Nested copies of
 /// an operation are common in large APIs (Microsoft Graph reaches a message's `reply` from
 /// every mail folder, with the same text), and their extra path words let them outscore the
 /// direct operation a request means. A nested path with its own description is another thing
@@ -576,6 +619,7 @@ fn direct_forms(cat: &Catalog) -> Vec<u32> {
         let n = segs.len();
         other.app == t.app
             && other.method == t.method
+            && !t.description.trim().is_empty()
             && other.description == t.description
             && theirs.len() == p + k
             && theirs[..p].iter().zip(&segs[..p]).all(|(a, b)| same(a, b))
@@ -622,12 +666,16 @@ fn doc_meta(cat: &Catalog) -> Vec<crate::index::DocMeta> {
                     modifiers |= 1 << i;
                 }
             }
+            let named = text::name_verb_at(&words);
             crate::index::DocMeta {
                 method: t.method,
                 depth: t.path.matches('{').count().min(8) as u8,
                 deprecated: t.deprecated,
                 modifiers,
-                verb: text::name_verb(&words),
+                verb: named.map_or(text::NameVerb::None, |(_, v)| v),
+                verb_term: named
+                    .and_then(|(i, _)| cat.index.term_id(&text::stem(words[i])))
+                    .map_or(u32::MAX, |t| t as u32),
                 direct,
             }
         })
@@ -659,6 +707,7 @@ fn rank_in(
     query_stems: &[String],
     need: usize,
     verb: Option<Verb>,
+    other_verb: Option<u32>,
     covered: &[String],
     semantic: Option<Vec<f32>>,
     scope: &Scope,
@@ -790,6 +839,8 @@ fn rank_in(
         let mut s = acc[d] * (1.0 + NAME_COVERAGE_WEIGHT * coverage);
         if let Some(v) = verb {
             s *= v.method_prior(tool.method) * name_verb_prior(v, tool.verb);
+        } else if other_verb.is_some_and(|t| t == tool.verb_term) {
+            s *= NAME_VERB_MATCH;
         }
         if tool.deprecated {
             s *= 0.8;
@@ -929,10 +980,11 @@ fn place_after_direct_forms(meta: &[crate::index::DocMeta], cands: &mut [(f32, u
     }
     for c in cands.iter_mut() {
         // NaN (the direct form is not a candidate) compares false: the copy keeps its score.
+        // Just below, also for a fused score at or below zero (a negative cosine).
         if let Some(&s) = score.get(&meta[c.1 as usize].direct)
-            && c.0 > s
+            && c.0 >= s
         {
-            c.0 = s * 0.999;
+            c.0 = s - s.abs().max(1e-6) * 1e-3;
         }
     }
 }
