@@ -44,6 +44,11 @@ fn the_operation_named_for_the_action_asked_for_comes_first() {
             "openai.create_fine_tuning_job",
         ),
         ("upload a video to youtube", "youtube.youtube_videos_insert"),
+        // An action outside create/get/list/update/delete: starring, not listing what is starred.
+        (
+            "star a github repository",
+            "github.activity_star_repo_for_authenticated_user",
+        ),
     ] {
         let found = cat.find(query, None, 3);
         assert_eq!(found.hits[0].tool, want, "{query}: {:?}", found.hits);
