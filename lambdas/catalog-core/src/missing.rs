@@ -92,6 +92,51 @@ pub const MISSING: &[Missing] = &[
     },
 ];
 
+/// A part of a service the catalog has only in part: requests about it, in that app, are
+/// answered with the reason rather than the app's other tools.
+pub struct MissingPart {
+    /// The app's slug in the catalog.
+    pub app: &'static str,
+    /// Words of a request that ask for the missing part.
+    pub words: &'static [&'static str],
+    pub what: &'static str,
+    pub reason: &'static str,
+}
+
+pub const MISSING_PARTS: &[MissingPart] = &[MissingPart {
+    app: "hubspot",
+    words: &[
+        "contact",
+        "contacts",
+        "deal",
+        "deals",
+        "company",
+        "companies",
+        "crm",
+        "lead",
+        "leads",
+    ],
+    what: "HubSpot's CRM (contacts, deals, companies)",
+    reason: "its OpenAPI documents are proprietary; the catalog has HubSpot's files, marketing \
+             events, webhooks and automation",
+}];
+
+/// The missing part of `app` a request asks for, if any.
+pub fn part_named_in(app: &str, words: &[String]) -> Option<&'static MissingPart> {
+    MISSING_PARTS
+        .iter()
+        .find(|p| p.app == app && words.iter().any(|w| p.words.contains(&w.as_str())))
+}
+
+/// What a search answers for a missing part.
+pub fn part_hint(p: &MissingPart) -> String {
+    format!(
+        "{} is not in the catalog: {}. Add it for your account as a custom connector (its MCP \
+         server or an OpenAPI document: POST /api/v1/custom-connectors).",
+        p.what, p.reason
+    )
+}
+
 /// The missing service a request names, if any (the first in the request).
 pub fn named_in(words: &[String]) -> Option<&'static Missing> {
     (0..words.len()).find_map(|i| {
@@ -124,5 +169,16 @@ mod tests {
         assert_eq!(named("schedule the call for Monday"), None);
         assert_eq!(named("fit a linear regression"), None);
         assert_eq!(named("send a message on slack"), None);
+    }
+
+    #[test]
+    fn a_missing_part_is_found_only_in_its_app() {
+        let part = |app: &str, q: &str| part_named_in(app, &text::words(q)).map(|p| p.app);
+        assert_eq!(
+            part("hubspot", "create a contact in hubspot"),
+            Some("hubspot")
+        );
+        assert_eq!(part("hubspot", "upload a file to hubspot"), None);
+        assert_eq!(part("intercom", "create a contact in intercom"), None);
     }
 }

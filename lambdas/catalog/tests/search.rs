@@ -92,6 +92,15 @@ fn a_service_the_catalog_lacks_gets_an_answer_that_says_so() {
         "{hint}"
     );
     assert!(hint.contains("custom-connectors"), "{hint}");
+    // A part the catalog lacks of an app it has: HubSpot without its CRM.
+    let found = cat.find("create a contact in hubspot", None, 5);
+    assert!(found.hits.is_empty(), "{:?}", found.hits);
+    assert!(found.hint.expect("hint").starts_with("HubSpot's CRM"));
+    assert!(
+        !cat.find("upload a file to hubspot", None, 5)
+            .hits
+            .is_empty()
+    );
     // A day of the week is not monday.com, and an app the catalog has is still searched.
     let found = cat.find("schedule a zoom meeting for Monday", None, 5);
     assert_eq!(found.app.as_deref(), Some("zoom"));

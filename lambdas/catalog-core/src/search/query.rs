@@ -233,6 +233,11 @@ impl Catalog {
             _ => None,
         });
 
+        if let Some(slug) = &app_label
+            && let Some(part) = crate::missing::part_named_in(slug, &text::words(query))
+        {
+            return Found::empty(app_label.clone(), crate::missing::part_hint(part));
+        }
         if let Some(apps) = &scope_apps {
             if spanned.iter().all(|u| *u) {
                 return Found::empty(
