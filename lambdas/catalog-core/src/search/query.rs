@@ -63,6 +63,70 @@ const MODIFIERS: &[&str] = &[
     "draft",
 ];
 
+/// Phrasal verbs of everyday English (head, particle) with their action and the words APIs use
+/// for it. The particle may come up to three words after the head ("hand the asana task over").
+const PHRASAL: &[(&str, &str, Verb, &[&str])] = &[
+    ("set", "up", Verb::Create, &["create"]),
+    ("sign", "up", Verb::Create, &["register", "signup"]),
+    ("spin", "up", Verb::Create, &["create", "launch"]),
+    ("look", "up", Verb::Get, &["lookup"]),
+    ("look", "for", Verb::List, &["search"]),
+    ("find", "out", Verb::Get, &["get"]),
+    ("hand", "over", Verb::Update, &["assign", "transfer"]),
+    ("pass", "on", Verb::Create, &["forward"]),
+    ("give", "back", Verb::Create, &["refund", "return"]),
+    ("pay", "back", Verb::Create, &["refund"]),
+    ("tick", "off", Verb::Update, &["complete"]),
+    ("check", "off", Verb::Update, &["complete"]),
+    ("cross", "off", Verb::Update, &["complete"]),
+    ("turn", "on", Verb::Update, &["enable"]),
+    ("switch", "on", Verb::Update, &["enable"]),
+    ("turn", "off", Verb::Update, &["disable"]),
+    ("switch", "off", Verb::Update, &["disable"]),
+    ("turn", "into", Verb::Create, &["convert"]),
+    ("shut", "down", Verb::Update, &["stop", "shutdown"]),
+    ("take", "down", Verb::Delete, &["remove"]),
+    ("put", "off", Verb::Update, &["postpone", "reschedule"]),
+    ("push", "back", Verb::Update, &["postpone", "reschedule"]),
+    ("let", "know", Verb::Create, &["notify", "message"]),
+    ("reach", "out", Verb::Create, &["message", "contact"]),
+    ("get", "rid", Verb::Delete, &["delete"]),
+    ("clean", "up", Verb::Delete, &["delete", "cleanup"]),
+    ("back", "up", Verb::Create, &["backup", "export"]),
+    ("sign", "in", Verb::Create, &["login"]),
+    ("log", "in", Verb::Create, &["login"]),
+    ("sign", "out", Verb::Delete, &["logout"]),
+    ("log", "out", Verb::Delete, &["logout"]),
+    ("follow", "up", Verb::Create, &["reminder"]),
+    ("fill", "out", Verb::Create, &["submit", "response"]),
+    ("roll", "back", Verb::Update, &["rollback", "revert"]),
+    ("roll", "out", Verb::Create, &["deploy", "release"]),
+    ("wrap", "up", Verb::Update, &["complete", "close"]),
+];
+
+/// Phrasal verbs whose object may stand between head and particle ("hand the task over", "let
+/// the team know", "turn the flag on"); the others count only with the particle right after
+/// the head ("log the expense in my sheet" is not logging in).
+const SEPARABLE: &[&str] = &[
+    "hand", "pass", "give", "pay", "tick", "check", "cross", "turn", "switch", "shut", "take",
+    "put", "push", "let", "clean", "back", "roll", "wrap",
+];
+
+/// The first phrasal verb of a request's words, with its action and words.
+fn phrasal_verb(raw: &[String]) -> Option<(Verb, &'static [&'static str])> {
+    raw.iter().enumerate().find_map(|(i, w)| {
+        let reach = if SEPARABLE.contains(&w.as_str()) {
+            4
+        } else {
+            1
+        };
+        PHRASAL.iter().find_map(|&(head, particle, verb, adds)| {
+            (w == head && raw.iter().skip(i + 1).take(reach).any(|p| p == particle))
+                .then_some((verb, adds))
+        })
+    })
+}
+
 /// Function words of conversational English that the catalog's stop words leave in
 /// (pronouns, auxiliaries, conjunctions; a general list, not words picked from requests). A
 /// request says "what meetings do I have coming up"; an operation's text rarely means anything
@@ -173,11 +237,15 @@ impl Catalog {
             .take(MAX_QUERY_TERMS * 2)
             .collect();
 
+        // A phrasal verb ("hand the task over", "let everyone know") says its action in words
+        // no operation uses: add the words operations use for it, and take its action.
+        // (Added after the app is detected: they name no app.)
+        let phrasal = phrasal_verb(&text::words(query));
         // The action asked for: the first verb we know, else a question ("what's on…",
         // "which teams…", "how much…") asks to list or read.
-        let verb = words
-            .iter()
-            .find_map(|(_, s)| Verb::of_term(s))
+        let verb = phrasal
+            .map(|(v, _)| v)
+            .or_else(|| words.iter().find_map(|(_, s)| Verb::of_term(s)))
             .or_else(|| {
                 text::words(query).first().and_then(|w| match w.as_str() {
                     "what" | "whats" | "which" | "who" | "any" | "show" => Some(Verb::List),
@@ -228,6 +296,18 @@ impl Catalog {
                 None => (None, none.clone(), none.clone()),
             },
         };
+        let (mut words, mut used, mut spanned, mut none) = (words, used, spanned, none);
+        if let Some((_, adds)) = phrasal {
+            for w in adds {
+                if words.len() < MAX_QUERY_TERMS * 2 {
+                    words.push((w.to_string(), text::stem(w)));
+                    for v in [&mut used, &mut spanned, &mut none] {
+                        v.push(false);
+                    }
+                }
+            }
+        }
+        let (words, used, spanned, none) = (words, used, spanned, none);
         let app_label = scope_apps.as_ref().and_then(|apps| match apps.as_slice() {
             [one] => Some(self.apps[*one as usize].slug.clone()),
             _ => None,
@@ -1065,6 +1145,20 @@ fn idf_weight(idx: &Index, t: usize) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_phrasal_verb_is_found_with_its_object_between_only_when_separable() {
+        let p = |q: &str| phrasal_verb(&text::words(q)).map(|(v, adds)| (v, adds[0]));
+        assert_eq!(
+            p("hand the asana task over to Priya"),
+            Some((Verb::Update, "assign"))
+        );
+        assert_eq!(p("let the team know"), Some((Verb::Create, "notify")));
+        assert_eq!(p("log in to the dashboard"), Some((Verb::Create, "login")));
+        // "log" is not separable: an expense logged in a sheet is not a login.
+        assert_eq!(p("log today's expenses in my sheet"), None);
+        assert_eq!(p("create a card"), None);
+    }
 
     /// The best `keep` after `penalise_best` are exactly the best `keep` after penalising every
     /// candidate, whether or not the shortcut applies.
