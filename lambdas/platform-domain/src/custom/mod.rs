@@ -23,7 +23,7 @@ use crate::error::StoreError;
 use crate::validation::FieldError;
 use catalog_core::Method;
 
-pub use search::{Found, app_exists, find, merge};
+pub use search::{Found, app_exists, catalog_of, find, merge};
 
 /// Connectors per account.
 pub const MAX_CONNECTORS: u32 = 20;

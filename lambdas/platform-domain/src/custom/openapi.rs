@@ -182,4 +182,70 @@ mod tests {
         let d = derive("pets", &doc, Some("https://example.com/specs/openapi.json")).unwrap();
         assert_eq!(d.base_url.as_deref(), Some("https://example.com/api/v2"));
     }
+
+    /// Every node of a real-looking document replaced, one at a time and in pairs, by values of
+    /// the wrong shape (the fuzz target `custom_openapi` searches further): always tools or a
+    /// typed error, and the tools well formed.
+    #[test]
+    fn any_node_of_the_wrong_shape_is_answered_not_a_panic() {
+        fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
+            out.push(at.clone());
+            match v {
+                Value::Object(m) => m.iter().for_each(|(k, x)| {
+                    pointers(
+                        x,
+                        format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                        out,
+                    )
+                }),
+                Value::Array(a) => a
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, x)| pointers(x, format!("{at}/{i}"), out)),
+                _ => {}
+            }
+        }
+        let wrong = [
+            json!(null),
+            json!(-1),
+            json!(1e308),
+            json!("{"),
+            json!(""),
+            json!([]),
+            json!({}),
+            json!([[[[[[[[[[]]]]]]]]]]),
+            json!({"$ref": "#/components/schemas/Nope"}),
+            json!({"$ref": "#"}),
+            json!("x".repeat(10_000)),
+        ];
+        let base = petstore();
+        let mut all = Vec::new();
+        pointers(&base, String::new(), &mut all);
+        let check = |doc: &Value| {
+            if let Ok(d) = derive("pets", doc, Some("https://example.com/openapi.json")) {
+                assert!(d.tools.len() <= MAX_TOOLS);
+                assert!(d.tools.iter().all(|t| t.name.starts_with("custom.pets.")));
+            }
+        };
+        // A small deterministic generator picks the pairs.
+        let mut seed = 0x2545_f491_u32;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed as usize
+        };
+        for p in all.iter().skip(1) {
+            for w in &wrong {
+                let mut doc = base.clone();
+                *doc.pointer_mut(p).unwrap() = w.clone();
+                check(&doc);
+                let q = &all[1 + next() % (all.len() - 1)];
+                if let Some(node) = doc.pointer_mut(q) {
+                    *node = wrong[next() % wrong.len()].clone();
+                }
+                check(&doc);
+            }
+        }
+    }
 }

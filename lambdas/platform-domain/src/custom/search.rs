@@ -63,8 +63,8 @@ pub async fn find(
 }
 
 /// An in-memory catalog of the connectors (apps, one document each) and their tools, with its
-/// search index.
-fn catalog_of(connectors: &[Connector]) -> Catalog {
+/// search index. Public for the fuzz targets (`lambdas/fuzz`).
+pub fn catalog_of(connectors: &[Connector]) -> Catalog {
     let mut sorted: Vec<&Connector> = connectors.iter().collect();
     sorted.sort_by_key(|c| c.app());
     let mut apps = Vec::new();
