@@ -737,6 +737,8 @@ fn direct_forms(cat: &Catalog) -> Vec<u32> {
 
 fn doc_meta(cat: &Catalog) -> Vec<crate::index::DocMeta> {
     let direct = direct_forms(cat);
+    // Verb words are few (a few hundred) and tools many: look each up in the vocabulary once.
+    let mut verb_terms: HashMap<&str, u32> = HashMap::new();
     cat.tools
         .iter()
         .zip(direct)
@@ -758,9 +760,13 @@ fn doc_meta(cat: &Catalog) -> Vec<crate::index::DocMeta> {
                 deprecated: t.deprecated,
                 modifiers,
                 verb: named.map_or(text::NameVerb::None, |(_, v)| v),
-                verb_term: named
-                    .and_then(|(i, _)| cat.index.term_id(&text::stem(words[i])))
-                    .map_or(u32::MAX, |t| t as u32),
+                verb_term: named.map_or(u32::MAX, |(i, _)| {
+                    *verb_terms.entry(words[i]).or_insert_with(|| {
+                        cat.index
+                            .term_id(&text::stem(words[i]))
+                            .map_or(u32::MAX, |t| t as u32)
+                    })
+                }),
                 direct,
             }
         })
