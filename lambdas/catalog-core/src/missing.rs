@@ -130,10 +130,14 @@ pub fn part_named_in(app: &str, words: &[String]) -> Option<&'static MissingPart
 
 /// What a search answers for a missing part.
 pub fn part_hint(p: &MissingPart) -> String {
+    unavailable(p.what, p.reason)
+}
+
+/// The answer for something the catalog lacks, and what to do instead.
+fn unavailable(what: &str, reason: &str) -> String {
     format!(
-        "{} is not in the catalog: {}. Add it for your account as a custom connector (its MCP \
-         server or an OpenAPI document: POST /api/v1/custom-connectors).",
-        p.what, p.reason
+        "{what} is not in the catalog: {reason}. Add it for your account as a custom connector \
+         (its MCP server or an OpenAPI document: POST /api/v1/custom-connectors)."
     )
 }
 
@@ -149,11 +153,7 @@ pub fn named_in(words: &[String]) -> Option<&'static Missing> {
 
 /// What a search answers for it.
 pub fn hint(m: &Missing) -> String {
-    format!(
-        "{} is not in the catalog: {}. Add it for your account as a custom connector (its MCP \
-         server or an OpenAPI document: POST /api/v1/custom-connectors).",
-        m.name, m.reason
-    )
+    unavailable(m.name, m.reason)
 }
 
 #[cfg(test)]
