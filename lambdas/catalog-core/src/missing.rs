@@ -99,6 +99,9 @@ pub struct MissingPart {
     pub app: &'static str,
     /// Words of a request that ask for the missing part.
     pub words: &'static [&'static str],
+    /// Words of what the app does have: a request with one of them is searched as usual
+    /// ("subscribe a contact to a subscription type", "contacts who attended the event").
+    pub except: &'static [&'static str],
     pub what: &'static str,
     pub reason: &'static str,
 }
@@ -112,9 +115,30 @@ pub const MISSING_PARTS: &[MissingPart] = &[MissingPart {
         "deals",
         "company",
         "companies",
-        "crm",
-        "lead",
-        "leads",
+    ],
+    except: &[
+        "subscribe",
+        "unsubscribe",
+        "subscription",
+        "subscriptions",
+        "event",
+        "events",
+        "attendance",
+        "attended",
+        "attend",
+        "card",
+        "cards",
+        "file",
+        "files",
+        "folder",
+        "folders",
+        "webhook",
+        "webhooks",
+        "workflow",
+        "workflows",
+        "email",
+        "emails",
+        "timeline",
     ],
     what: "HubSpot's CRM (contacts, deals, companies)",
     reason: "its OpenAPI documents are proprietary; the catalog has HubSpot's files, marketing \
@@ -123,9 +147,11 @@ pub const MISSING_PARTS: &[MissingPart] = &[MissingPart {
 
 /// The missing part of `app` a request asks for, if any.
 pub fn part_named_in(app: &str, words: &[String]) -> Option<&'static MissingPart> {
-    MISSING_PARTS
-        .iter()
-        .find(|p| p.app == app && words.iter().any(|w| p.words.contains(&w.as_str())))
+    MISSING_PARTS.iter().find(|p| {
+        p.app == app
+            && words.iter().any(|w| p.words.contains(&w.as_str()))
+            && !words.iter().any(|w| p.except.contains(&w.as_str()))
+    })
 }
 
 /// What a search answers for a missing part.
@@ -179,6 +205,14 @@ mod tests {
             Some("hubspot")
         );
         assert_eq!(part("hubspot", "upload a file to hubspot"), None);
+        assert_eq!(
+            part(
+                "hubspot",
+                "subscribe a contact to a subscription type in hubspot"
+            ),
+            None
+        );
+        assert_eq!(part("hubspot", "create a crm card in hubspot"), None);
         assert_eq!(part("intercom", "create a contact in intercom"), None);
     }
 }

@@ -115,6 +115,11 @@ pub struct Catalog {
     pub schema_offsets: Vec<u64>,
     #[serde(skip)]
     pub schema_blob: Vec<u8>,
+    /// Held in memory ([`Catalog::in_memory`]: a test's, or an account's custom connectors),
+    /// not the product catalog: tool search does not answer for services the product catalog
+    /// lacks (an account's own "Shopify" connector is what such an answer recommends).
+    #[serde(skip)]
+    pub in_memory: bool,
 }
 
 /// A product as people name it: Twilio, Google Sheets, Outlook.
@@ -485,6 +490,7 @@ impl Catalog {
             tool_vectors: Vec::new(),
             schema_offsets: Vec::new(),
             schema_blob: Vec::new(),
+            in_memory: true,
         }
     }
 
@@ -771,6 +777,7 @@ pub(crate) mod tests {
             tool_vectors: Vec::new(),
             schema_offsets,
             schema_blob,
+            in_memory: false,
         }
     }
 

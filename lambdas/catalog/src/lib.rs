@@ -701,6 +701,7 @@ fn assemble(mut parsed: Vec<Parsed>, source: Source) -> Result<(Catalog, Report)
         tool_vectors,
         schema_offsets,
         schema_blob,
+        in_memory: false,
     };
     let report = report(&catalog, &parsed, &legacy_names);
     Ok((catalog, report))

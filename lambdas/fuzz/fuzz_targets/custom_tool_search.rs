@@ -52,4 +52,11 @@ fuzz_target!(|data: &[u8]| {
     let found = CATALOG.find(query, app, 10);
     assert!(found.hits.len() <= 10);
     assert!(found.hits.iter().all(|h| h.score.is_finite()));
+    // Only the two connectors' tools exist to be found.
+    assert!(
+        found
+            .hits
+            .iter()
+            .all(|h| h.tool.starts_with("custom.crm.") || h.tool.starts_with("custom.chat."))
+    );
 });

@@ -106,25 +106,34 @@ const PHRASAL: &[(&str, &str, Verb, &[&str])] = &[
 
 /// Phrasal verbs whose object may stand between head and particle ("hand the task over", "let
 /// the team know", "turn the flag on"); the others count only with the particle right after
-/// the head ("log the expense in my sheet" is not logging in).
+/// the head ("log the expense in my sheet" is not logging in, "check who is off today" not
+/// ticking off, "put my day off in the calendar" not postponing).
 const SEPARABLE: &[&str] = &[
-    "hand", "pass", "give", "pay", "tick", "check", "cross", "turn", "switch", "shut", "take",
-    "put", "push", "let", "clean", "back", "roll", "wrap",
+    "hand", "pass", "give", "pay", "tick", "cross", "turn", "switch", "shut", "take", "push",
+    "let", "clean", "back", "roll", "wrap",
 ];
 
-/// The first phrasal verb of a request's words, with its action and words.
+/// The request's phrasal verb, with its action and words, when it is the request's first
+/// verb: in "delete the issue and let the reporter know" the action is the deletion.
 fn phrasal_verb(raw: &[String]) -> Option<(Verb, &'static [&'static str])> {
-    raw.iter().enumerate().find_map(|(i, w)| {
-        let reach = if SEPARABLE.contains(&w.as_str()) {
-            4
-        } else {
-            1
-        };
-        PHRASAL.iter().find_map(|&(head, particle, verb, adds)| {
-            (w == head && raw.iter().skip(i + 1).take(reach).any(|p| p == particle))
-                .then_some((verb, adds))
+    let first_verb = raw
+        .iter()
+        .position(|w| Verb::of_term(&text::stem(w)).is_some())
+        .unwrap_or(raw.len());
+    raw.iter()
+        .enumerate()
+        .take(first_verb + 1)
+        .find_map(|(i, w)| {
+            let reach = if SEPARABLE.contains(&w.as_str()) {
+                4
+            } else {
+                1
+            };
+            PHRASAL.iter().find_map(|&(head, particle, verb, adds)| {
+                (w == head && raw.iter().skip(i + 1).take(reach).any(|p| p == particle))
+                    .then_some((verb, adds))
+            })
         })
-    })
 }
 
 /// Function words of conversational English that the catalog's stop words leave in
@@ -314,6 +323,7 @@ impl Catalog {
         });
 
         if let Some(slug) = &app_label
+            && !self.in_memory
             && let Some(part) = crate::missing::part_named_in(slug, &text::words(query))
         {
             return Found::empty(app_label.clone(), crate::missing::part_hint(part));
@@ -360,6 +370,7 @@ impl Catalog {
         // than answer with another app's tools that share the request's words.
         if app.is_none()
             && detected.is_none()
+            && !self.in_memory
             && let Some(m) = crate::missing::named_in(&text::words(query))
         {
             return Found::empty(None, crate::missing::hint(m));
@@ -1164,6 +1175,9 @@ mod tests {
         // "log" is not separable: an expense logged in a sheet is not a login.
         assert_eq!(p("log today's expenses in my sheet"), None);
         assert_eq!(p("create a card"), None);
+        // Another verb first: that is the action.
+        assert_eq!(p("delete the issue and let the reporter know"), None);
+        assert_eq!(p("check who is off today"), None);
     }
 
     /// The best `keep` after `penalise_best` are exactly the best `keep` after penalising every

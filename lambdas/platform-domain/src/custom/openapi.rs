@@ -225,6 +225,9 @@ mod tests {
             if let Ok(d) = derive("pets", doc, Some("https://example.com/openapi.json")) {
                 assert!(d.tools.len() <= MAX_TOOLS);
                 assert!(d.tools.iter().all(|t| t.name.starts_with("custom.pets.")));
+                let names: std::collections::HashSet<&str> =
+                    d.tools.iter().map(|t| t.name.as_str()).collect();
+                assert_eq!(names.len(), d.tools.len(), "tool names are unique");
             }
         };
         // A small deterministic generator picks the pairs.

@@ -205,3 +205,41 @@ pub fn merge(catalog: Vec<Hit>, custom: Vec<Hit>, limit: usize) -> Vec<Hit> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::custom::{Kind, Source, openapi::derive};
+
+    /// The answer for a service the product catalog lacks recommends a custom connector; an
+    /// account that added one finds its tools, whatever the connector is called.
+    #[test]
+    fn a_custom_connector_for_a_service_the_catalog_lacks_is_found() {
+        let doc = serde_json::json!({
+            "openapi": "3.0.3",
+            "info": {"title": "Shopify Admin", "version": "1"},
+            "servers": [{"url": "https://shop.example.com/admin/api"}],
+            "paths": {"/orders": {"post": {"operationId": "createOrder", "summary": "Create an order"}}}
+        });
+        let tools = derive("my_store", &doc, None).unwrap().tools;
+        let connector = Connector {
+            id: "cc_1".into(),
+            name: "my_store".into(),
+            kind: Kind::Rest,
+            source: Source::Inline,
+            url: None,
+            base_url: Some("https://shop.example.com/admin/api".into()),
+            header_names: Vec::new(),
+            headers_sealed: None,
+            tools,
+            created_at_ms: 0,
+            refreshed_at_ms: 0,
+        };
+        let found = catalog_of(&[connector]).find("create an order in shopify", None, 5);
+        assert_eq!(
+            found.hits.first().map(|h| h.tool.as_str()),
+            Some("custom.my_store.create_order"),
+            "{found:?}"
+        );
+    }
+}
