@@ -248,6 +248,7 @@ fn product_catalog(upstream: &str) -> core::Catalog {
         tool_vectors: Vec::new(),
         schema_offsets,
         schema_blob,
+        in_memory: false,
     };
     // Through the artifact format, as the platform loads it.
     core::Catalog::from_bytes(catalog.to_artifact(3).unwrap()).unwrap()

@@ -174,6 +174,7 @@ fn write_artifact() -> Artifact {
         tool_vectors: Vec::new(),
         schema_offsets,
         schema_blob,
+        in_memory: false,
     };
     let path = std::env::temp_dir().join(format!(
         "tool-detail-{}-{}.bin.zst",
