@@ -479,20 +479,15 @@ static NAME_VERBS: LazyLock<HashMap<&'static str, NameVerb>> = LazyLock::new(|| 
     m
 });
 
-/// The verb of an operation name's words (`["pause", "fine", "tuning", "job"]`): the first
-/// word, else the last (`calendar_events_insert`), else the first one between
-/// (`me_create_contacts`, `people_search_contacts`). A
-/// word counts only in its base form, so `logs_list` and `posts_get` name their verbs last.
-pub fn name_verb(words: &[&str]) -> NameVerb {
-    name_verb_at(words).map_or(NameVerb::None, |(_, v)| v)
-}
-
 /// Whether a word is an action outside the five classes (`star`, `archive`, `merge`).
 pub fn is_other_action(word: &str) -> bool {
     NAME_VERBS.get(word) == Some(&NameVerb::Other)
 }
 
-/// [`name_verb`] with the position of the word that states it.
+/// The verb of an operation name's words (`["pause", "fine", "tuning", "job"]`) and its
+/// position: the first word, else the last (`calendar_events_insert`), else the first one
+/// between (`me_create_contacts`, `people_search_contacts`). A word counts only in its base
+/// form, so `logs_list` and `posts_get` name their verbs last.
 pub fn name_verb_at(words: &[&str]) -> Option<(usize, NameVerb)> {
     let n = words.len();
     let at = |i: usize| {
@@ -714,7 +709,9 @@ mod tests {
 
     #[test]
     fn an_operation_name_states_its_verb_first_last_or_between() {
-        let v = |name: &str| name_verb(&name.split('_').collect::<Vec<_>>());
+        let v = |name: &str| {
+            name_verb_at(&name.split('_').collect::<Vec<_>>()).map_or(NameVerb::None, |(_, v)| v)
+        };
         assert_eq!(v("pause_fine_tuning_job"), NameVerb::Other);
         assert_eq!(v("create_fine_tuning_job"), NameVerb::Class(Verb::Create));
         assert_eq!(v("calendar_events_insert"), NameVerb::Class(Verb::Create));

@@ -236,9 +236,13 @@ impl Catalog {
                 "The query is too long; describe the task in a sentence.".into(),
             );
         }
-        let words: Vec<(String, String)> = text::words(query)
-            .into_iter()
+        // The request's words as typed (phrasal verbs, missing services, questions read them),
+        // then without function words and stemmed (what is ranked).
+        let raw = text::words(query);
+        let mut words: Vec<(String, String)> = raw
+            .iter()
             .filter(|w| !text::is_stop_word(w) && !is_filler(w))
+            .cloned()
             .map(|w| {
                 let s = text::stem(&w);
                 (w, s)
@@ -247,16 +251,26 @@ impl Catalog {
             .collect();
 
         // A phrasal verb ("hand the task over", "let everyone know") says its action in words
-        // no operation uses: add the words operations use for it, and take its action.
-        // (Added after the app is detected: they name no app.)
-        let phrasal = phrasal_verb(&text::words(query));
+        // no operation uses: add the words operations use for it, and take its action. They
+        // come after the typed words, which alone name the app.
+        let phrasal = phrasal_verb(&raw);
+        let typed = words.len();
+        if let Some((_, adds)) = phrasal {
+            for w in adds
+                .iter()
+                .take((MAX_QUERY_TERMS * 2).saturating_sub(typed))
+            {
+                words.push((w.to_string(), text::stem(w)));
+            }
+        }
+        let words = words;
         // The action asked for: the first verb we know, else a question ("what's on…",
         // "which teams…", "how much…") asks to list or read.
         let verb = phrasal
             .map(|(v, _)| v)
             .or_else(|| words.iter().find_map(|(_, s)| Verb::of_term(s)))
             .or_else(|| {
-                text::words(query).first().and_then(|w| match w.as_str() {
+                raw.first().and_then(|w| match w.as_str() {
                     "what" | "whats" | "which" | "who" | "any" | "show" => Some(Verb::List),
                     "how" | "where" | "when" | "is" | "has" | "did" => Some(Verb::Get),
                     _ => None,
@@ -275,7 +289,7 @@ impl Catalog {
         };
 
         // Stage 1: which app does the query name?
-        let detected = detect_app(idx, &words);
+        let detected = detect_app(idx, &words[..typed]);
         // `used`: the words that name the app; `spanned`: those and the other words of the
         // alias that found it ("payment" of "stripe payment"). Those count as the request's
         // words in full, but a request of nothing else ("google sheets") names only an app.
@@ -305,18 +319,6 @@ impl Catalog {
                 None => (None, none.clone(), none.clone()),
             },
         };
-        let (mut words, mut used, mut spanned, mut none) = (words, used, spanned, none);
-        if let Some((_, adds)) = phrasal {
-            for w in adds {
-                if words.len() < MAX_QUERY_TERMS * 2 {
-                    words.push((w.to_string(), text::stem(w)));
-                    for v in [&mut used, &mut spanned, &mut none] {
-                        v.push(false);
-                    }
-                }
-            }
-        }
-        let (words, used, spanned, none) = (words, used, spanned, none);
         let app_label = scope_apps.as_ref().and_then(|apps| match apps.as_slice() {
             [one] => Some(self.apps[*one as usize].slug.clone()),
             _ => None,
@@ -324,7 +326,7 @@ impl Catalog {
 
         if let Some(slug) = &app_label
             && !self.in_memory
-            && let Some(part) = crate::missing::part_named_in(slug, &text::words(query))
+            && let Some(part) = crate::missing::part_named_in(slug, &raw)
         {
             return Found::empty(app_label.clone(), crate::missing::part_hint(part));
         }
@@ -371,7 +373,7 @@ impl Catalog {
         if app.is_none()
             && detected.is_none()
             && !self.in_memory
-            && let Some(m) = crate::missing::named_in(&text::words(query))
+            && let Some(m) = crate::missing::named_in(&raw)
         {
             return Found::empty(None, crate::missing::hint(m));
         }
@@ -423,12 +425,7 @@ fn detect_app(idx: &Index, words: &[(String, String)]) -> Option<Detected> {
     let mut best: Option<Candidate> = None;
     for n in (1..=max).rev() {
         for start in 0..=words.len() - n {
-            let key = words[start..start + n]
-                .iter()
-                .map(|(_, s)| s.as_str())
-                .collect::<Vec<_>>()
-                .join(" ");
-            if let Some((apps, strength)) = idx.alias(&key) {
+            if let Some((apps, strength)) = idx.alias(&alias_key(&words[start..start + n])) {
                 let rank = (n, strength, start);
                 if best.as_ref().is_none_or(|(r, _, _)| rank > *r) {
                     best = Some((rank, apps.to_vec(), start..start + n));
@@ -442,11 +439,7 @@ fn detect_app(idx: &Index, words: &[(String, String)]) -> Option<Detected> {
     // the span that names the same apps is the name.
     for n in 1..span.len() {
         for start in span.start..=span.end - n {
-            let key = words[start..start + n]
-                .iter()
-                .map(|(_, s)| s.as_str())
-                .collect::<Vec<_>>()
-                .join(" ");
+            let key = alias_key(&words[start..start + n]);
             if idx.alias(&key).is_some_and(|(a, _)| a == apps.as_slice()) {
                 return Some(Detected {
                     apps,
@@ -461,6 +454,15 @@ fn detect_app(idx: &Index, words: &[(String, String)]) -> Option<Detected> {
         span: span.clone().collect(),
         name: span.collect(),
     })
+}
+
+/// The alias key of some of a request's words: their stems joined by spaces.
+fn alias_key(words: &[(String, String)]) -> String {
+    words
+        .iter()
+        .map(|(_, s)| s.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// What [`detect_app`] found: the apps, the positions of the alias's words, and of the part of
