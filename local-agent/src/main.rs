@@ -172,10 +172,12 @@ enum AlertCommand {
 /// The fall monitor's impact rule (`--fall-rule`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum FallRule {
-    /// The size of the burst at the end of a motion episode (the default).
-    Burst,
-    /// The burst must also hold fast motion (above ~25 Hz at 100 packets/s).
+    /// A burst at the end of a motion episode that holds some fast motion (the default).
+    Standard,
+    /// The burst must hold more fast motion (above ~25 Hz at 100 packets/s).
     FastMotion,
+    /// The size of the burst alone (the default until 2026-11-27).
+    Burst,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -241,10 +243,11 @@ struct RunArgs {
     /// Seconds of stillness after an impact before the fall monitor reports `fallen`.
     #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
     fall_stillness_s: f64,
-    /// The impact rule: `burst` (default: the size of the burst at the end of a motion episode) or
-    /// `fast-motion` (the burst must also hold motion above ~25 Hz: fewer alerts after sitting
-    /// down hard, more missed falls; see the README's Accuracy section).
-    #[arg(long, value_enum, default_value_t = FallRule::Burst, value_name = "RULE")]
+    /// The impact rule: `standard` (default: a burst at the end of a motion episode that holds
+    /// some motion above ~25 Hz), `fast-motion` (more fast motion: fewer alerts after sitting down
+    /// hard, more missed falls) or `burst` (its size alone: the most alerts); see the README's
+    /// Accuracy section.
+    #[arg(long, value_enum, default_value_t = FallRule::Standard, value_name = "RULE")]
     fall_rule: FallRule,
     /// Seconds without breathing, after a reliably tracked breathing is lost (someone present and
     /// still), before `no_breathing`.
@@ -462,8 +465,9 @@ fn run(args: RunArgs) -> Result<(), CliError> {
                 fallen_after_s: args.fall_stillness_s,
                 no_breath_after_s: args.no_breath_s,
                 ..match args.fall_rule {
-                    FallRule::Burst => FallConfig::default(),
+                    FallRule::Standard => FallConfig::default(),
                     FallRule::FastMotion => FallConfig::fast_motion(),
+                    FallRule::Burst => FallConfig::burst(),
                 }
             },
             // Fall, no-breathing and anomaly alerts go through the same durable outbox.

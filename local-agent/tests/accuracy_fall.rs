@@ -19,12 +19,22 @@ const TUNING: std::ops::RangeInclusive<u64> = 1..=40;
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=10;
 /// Seeds never looked at while tuning: the scored numbers in the README come from these.
 const UNSEEN: [std::ops::RangeInclusive<u64>; 2] = [101..=130, 201..=230];
-// Bounds at the measured figures (2026-11-26), so a regression fails. The default (burst) rule
-// meets the fall target on the unseen seeds (54 of 60) and not the false-alert one; the
-// fast-motion rule (`FallConfig::fast_motion`, `--fall-rule fast-motion`) meets "no alert after
-// lying down or walking out" and not the fall target (47 of 60). Figures: (tuning falls of 40,
-// unseen falls of 60, hard-sit alerts tuning / unseen, lie-down alerts tuning / unseen, walk-out
-// alerts tuning / unseen).
+
+/// The three impact rules `--fall-rule` offers, each run on the same estimates.
+const RULES: [&str; 3] = ["standard", "fast-motion", "burst"];
+
+fn rule_config(i: usize) -> FallConfig {
+    match i {
+        0 => FallConfig::default(),
+        1 => FallConfig::fast_motion(),
+        _ => FallConfig::burst(),
+    }
+}
+
+// Bounds at the measured figures (2026-11-27), so a regression fails. Figures: (tuning falls of
+// 40, unseen falls of 60, hard-sit alerts tuning / unseen, lie-down alerts tuning / unseen,
+// walk-out alerts tuning / unseen). No rule meets both targets: the standard rule finds 48 of 60
+// unseen falls under white noise and 50 under the measured noise, the burst rule 54 and 10.
 struct Bounds {
     falls_tuned: usize,
     falls_unseen: usize,
@@ -32,41 +42,58 @@ struct Bounds {
     liebed: (usize, usize),
     leave: (usize, usize),
 }
-const BURST: Bounds = Bounds {
-    falls_tuned: 34,
-    falls_unseen: 54,
-    sitfast: (16, 37),
-    liebed: (1, 1),
-    leave: (3, 4),
-};
-const FAST: Bounds = Bounds {
-    falls_tuned: 34,
-    falls_unseen: 47,
-    sitfast: (3, 7),
-    liebed: (0, 0),
-    leave: (0, 0),
-};
+const WHITE: [Bounds; 3] = [
+    Bounds {
+        falls_tuned: 33,
+        falls_unseen: 48,
+        sitfast: (3, 11),
+        liebed: (1, 0),
+        leave: (0, 0),
+    },
+    Bounds {
+        falls_tuned: 33,
+        falls_unseen: 47,
+        sitfast: (2, 5),
+        liebed: (0, 0),
+        leave: (0, 0),
+    },
+    Bounds {
+        falls_tuned: 34,
+        falls_unseen: 54,
+        sitfast: (16, 37),
+        liebed: (1, 1),
+        leave: (3, 4),
+    },
+];
 /// Under the measured noise model, unseen seeds only (the tuning figures are not asserted:
 /// `NOISE=measured` runs `diag_fall.rs` on them).
-const MEASURED_BURST: Bounds = Bounds {
-    falls_tuned: 0,
-    falls_unseen: 10,
-    sitfast: (40, 4),
-    liebed: (40, 0),
-    leave: (40, 2),
-};
-const MEASURED_FAST: Bounds = Bounds {
-    falls_tuned: 0,
-    falls_unseen: 21,
-    sitfast: (40, 6),
-    liebed: (40, 1),
-    leave: (40, 0),
-};
+const MEASURED: [Bounds; 3] = [
+    Bounds {
+        falls_tuned: 0,
+        falls_unseen: 50,
+        sitfast: (40, 7),
+        liebed: (40, 1),
+        leave: (40, 0),
+    },
+    Bounds {
+        falls_tuned: 0,
+        falls_unseen: 45,
+        sitfast: (40, 5),
+        liebed: (40, 0),
+        leave: (40, 0),
+    },
+    Bounds {
+        falls_tuned: 0,
+        falls_unseen: 10,
+        sitfast: (40, 4),
+        liebed: (40, 0),
+        leave: (40, 2),
+    },
+];
 
 struct Run {
-    alarms: Vec<AlarmEntry>,
-    /// The same estimates through the fast-motion rule (`FallConfig::fast_motion`).
-    candidate: Vec<AlarmEntry>,
+    /// The alarms each rule of `RULES` raised on the same estimates.
+    alarms: [Vec<AlarmEntry>; 3],
     /// Scene time of the first ground-truth impact sample.
     impact_t: Option<f64>,
 }
@@ -76,10 +103,8 @@ fn run(scene: &str, seed: u64, noise: &NoiseModel) -> Run {
     cfg.noise = noise.clone();
     let mut sim = Simulator::new(cfg);
     let mut p = Pipeline::new(PipelineConfig::default());
-    let mut m = FallMonitor::new(FallConfig::default());
-    let mut cand = FallMonitor::new(FallConfig::fast_motion());
-    let mut alarms = Vec::new();
-    let mut candidate = Vec::new();
+    let mut monitors: [FallMonitor; 3] = std::array::from_fn(|i| FallMonitor::new(rule_config(i)));
+    let mut alarms: [Vec<AlarmEntry>; 3] = Default::default();
     let mut impact_t = None;
     let mut next = 0.0;
     while let Some((frame, truth)) = sim.next_frame() {
@@ -90,19 +115,14 @@ fn run(scene: &str, seed: u64, noise: &NoiseModel) -> Run {
         if frame.t_s >= next {
             next += 0.1;
             let e = p.estimates();
-            if let Some(a) = m.observe(frame.t_s, &e) {
-                alarms.push(a);
-            }
-            if let Some(a) = cand.observe(frame.t_s, &e) {
-                candidate.push(a);
+            for (m, out) in monitors.iter_mut().zip(alarms.iter_mut()) {
+                if let Some(a) = m.observe(frame.t_s, &e) {
+                    out.push(a);
+                }
             }
         }
     }
-    Run {
-        alarms,
-        candidate,
-        impact_t,
-    }
+    Run { alarms, impact_t }
 }
 
 fn runs(scene: &str) -> Vec<Run> {
@@ -140,35 +160,27 @@ fn runs_under(
     })
 }
 
-/// Seeds whose run raised `alarm` (under the fast-motion rule with `candidate`).
-fn alarmed_by(runs: &[(u64, Run)], alarm: FallAlarm, candidate: bool) -> Vec<u64> {
+/// Seeds whose run raised `alarm` under rule `rule` (an index into `RULES`).
+fn alarmed_by(runs: &[(u64, Run)], alarm: FallAlarm, rule: usize) -> Vec<u64> {
     runs.iter()
-        .filter(|(_, r)| {
-            let alarms = if candidate { &r.candidate } else { &r.alarms };
-            alarms.iter().any(|a| a.alarm == alarm)
-        })
+        .filter(|(_, r)| r.alarms[rule].iter().any(|a| a.alarm == alarm))
         .map(|(k, _)| *k)
         .collect()
 }
 
 fn alarmed(runs: &[(u64, Run)], alarm: FallAlarm) -> Vec<u64> {
-    alarmed_by(runs, alarm, false)
+    alarmed_by(runs, alarm, 0)
 }
 
-/// Seeds whose fall was alerted within the stillness delay + 5 s of the impact, and the
+/// Seeds whose fall rule `rule` alerted within the stillness delay + 5 s of the impact, and the
 /// latencies.
-fn detected(runs: &[(u64, Run)]) -> (Vec<u64>, Vec<f64>) {
-    detected_by(runs, false)
-}
-
-fn detected_by(runs: &[(u64, Run)], candidate: bool) -> (Vec<u64>, Vec<f64>) {
+fn detected_by(runs: &[(u64, Run)], rule: usize) -> (Vec<u64>, Vec<f64>) {
     let limit = FallConfig::default().fallen_after_s + 5.0;
     let mut seeds = Vec::new();
     let mut latencies = Vec::new();
     for (k, r) in runs {
         let impact = r.impact_t.expect("the fall scene has an impact");
-        let alarms = if candidate { &r.candidate } else { &r.alarms };
-        if let Some(a) = alarms.iter().find(|a| a.alarm == FallAlarm::Fall)
+        if let Some(a) = r.alarms[rule].iter().find(|a| a.alarm == FallAlarm::Fall)
             && (0.0..=limit).contains(&(a.t_s - impact))
         {
             seeds.push(*k);
@@ -179,89 +191,69 @@ fn detected_by(runs: &[(u64, Run)], candidate: bool) -> (Vec<u64>, Vec<f64>) {
 }
 
 /// Tuning seeds 1–40: the thresholds were chosen on these (`tests/diag_fall.rs` sweeps them).
-/// Measured (2026-11-26): 34 of 40, missed 11, 18, 25, 26, 36, 37 (37 never shows the fall at
-/// all: its walk and drop stay within 1.8× the floor, a coverage gap; 11 and 18 land with little
-/// energy above the cut).
+/// Measured (2026-11-27), white noise: standard 33 of 40 (missed 7, 11, 18, 25, 26, 36, 37: 37
+/// never shows the fall at all, its walk and drop stay within 1.8× the floor; 11 and 18 land with
+/// little energy above the cut), fast-motion 33, burst 34.
 #[test]
 fn falls_are_detected_within_the_stillness_delay_plus_5_s() {
     let runs = runs_over("fall", TUNING);
     for (k, r) in &runs {
-        let falls = r
-            .alarms
-            .iter()
-            .filter(|a| a.alarm == FallAlarm::Fall)
-            .count();
-        assert!(falls <= 1, "seed {k}: one alert per episode");
+        for alarms in &r.alarms {
+            let falls = alarms.iter().filter(|a| a.alarm == FallAlarm::Fall).count();
+            assert!(falls <= 1, "seed {k}: one alert per episode");
+        }
     }
-    let (seeds, latencies) = detected(&runs);
-    let missed: Vec<u64> = TUNING.filter(|k| !seeds.contains(k)).collect();
-    println!(
-        "tuning falls: detected {}/{}, missed {missed:?}, latencies {latencies:.1?}",
-        seeds.len(),
-        runs.len()
-    );
-    let (cand, _) = detected_by(&runs, true);
-    println!(
-        "tuning falls, fast-motion rule: detected {}/{}, missed {:?}",
-        cand.len(),
-        runs.len(),
-        TUNING.filter(|k| !cand.contains(k)).collect::<Vec<_>>()
-    );
-    assert!(
-        seeds.len() >= BURST.falls_tuned,
-        "detected {} of 40",
-        seeds.len()
-    );
-    assert!(
-        cand.len() >= FAST.falls_tuned,
-        "fast-motion rule: detected {} of 40",
-        cand.len()
-    );
+    for (i, rule) in RULES.iter().enumerate() {
+        let (seeds, latencies) = detected_by(&runs, i);
+        let missed: Vec<u64> = TUNING.filter(|k| !seeds.contains(k)).collect();
+        println!(
+            "tuning falls, {rule} rule: detected {}/{}, missed {missed:?}, latencies {latencies:.1?}",
+            seeds.len(),
+            runs.len()
+        );
+        assert!(
+            seeds.len() >= WHITE[i].falls_tuned,
+            "{rule} rule: detected {} of 40",
+            seeds.len()
+        );
+    }
 }
 
-/// Fall alerts on the tuning seeds: (default rule, fast-motion rule).
-fn fall_alerts_on_tuning_seeds(scene: &str) -> (Vec<u64>, Vec<u64>) {
+/// Fall alerts on the tuning seeds, per rule, checked against `bound` (tuning figure of a scene).
+fn fall_alerts_on_tuning_seeds(scene: &str, bound: impl Fn(&Bounds) -> usize) {
     let runs = runs_over(scene, TUNING);
-    let falls = alarmed(&runs, FallAlarm::Fall);
-    println!(
-        "tuning {scene}: fall alerts in {}/40 {falls:?}",
-        falls.len()
-    );
-    let cand = alarmed_by(&runs, FallAlarm::Fall, true);
-    println!(
-        "tuning {scene}, fast-motion rule: fall alerts in {}/40 {cand:?}",
-        cand.len()
-    );
     assert!(alarmed(&runs, FallAlarm::NoBreathing).is_empty());
-    (falls, cand)
+    for (i, rule) in RULES.iter().enumerate() {
+        let falls = alarmed_by(&runs, FallAlarm::Fall, i);
+        println!(
+            "tuning {scene}, {rule} rule: fall alerts in {}/40 {falls:?}",
+            falls.len()
+        );
+        assert!(falls.len() <= bound(&WHITE[i]), "{rule} rule: {falls:?}");
+    }
 }
 
-/// Target: none. A hard landing on a chair ends in a burst as large as a fall's; the fast-motion
-/// rule tells most apart (see `FallMonitor`'s notes). Measured on the tuning seeds: default 16 of
-/// 40, fast-motion rule 3 of 40 (9, 15, 27). Before the scene's walk was lengthened, the landing
-/// fell inside the monitor's 20 s start-up and this test ("0 of 10") could not fail.
+/// Target: none. A hard landing on a chair ends in a burst as large as a fall's; the check of
+/// fast motion tells most apart (see `FallMonitor`'s notes). Measured on the tuning seeds:
+/// standard 3 of 40 (9, 26, 27), fast-motion 2 (9, 27), burst 16. Before the scene's walk was
+/// lengthened, the landing fell inside the monitor's 20 s start-up and this test ("0 of 10")
+/// could not fail.
 #[test]
 fn sitting_down_fast_rarely_raises_a_fall_alert() {
-    let (falls, fast) = fall_alerts_on_tuning_seeds("sit-fast");
-    assert!(falls.len() <= BURST.sitfast.0, "{falls:?}");
-    assert!(fast.len() <= FAST.sitfast.0, "fast-motion rule: {fast:?}");
+    fall_alerts_on_tuning_seeds("sit-fast", |b| b.sitfast.0);
 }
 
-/// Target: none. Measured: default 1 of 40, fast-motion rule 0.
+/// Target: none. Measured: standard 1 of 40 (10), fast-motion 0, burst 1.
 #[test]
 fn lying_down_slowly_on_the_bed_raises_no_fall_alert() {
-    let (falls, fast) = fall_alerts_on_tuning_seeds("lie-bed");
-    assert!(falls.len() <= BURST.liebed.0, "{falls:?}");
-    assert!(fast.len() <= FAST.liebed.0, "fast-motion rule: {fast:?}");
+    fall_alerts_on_tuning_seeds("lie-bed", |b| b.liebed.0);
 }
 
-/// Target: none. Measured: default 3 of 40 (the last steps out of the door end in a burst as
-/// large as an impact, but at walking frequencies), fast-motion rule 0.
+/// Target: none. Measured: standard 0 of 40, fast-motion 0, burst 3 (the last steps out of the
+/// door end in a burst as large as an impact, but at walking frequencies).
 #[test]
 fn leaving_the_room_raises_no_fall_alert() {
-    let (falls, fast) = fall_alerts_on_tuning_seeds("leave");
-    assert!(falls.len() <= BURST.leave.0, "{falls:?}");
-    assert!(fast.len() <= FAST.leave.0, "fast-motion rule: {fast:?}");
+    fall_alerts_on_tuning_seeds("leave", |b| b.leave.0);
 }
 
 #[test]
@@ -271,9 +263,11 @@ fn breathing_that_stops_raises_no_breathing_within_the_delay_plus_5_s() {
     let mut detected = 0;
     let mut latencies = Vec::new();
     for (seed, r) in SEEDS.zip(&runs) {
-        let a = r.alarms.iter().find(|a| a.alarm == FallAlarm::NoBreathing);
+        let a = r.alarms[0]
+            .iter()
+            .find(|a| a.alarm == FallAlarm::NoBreathing);
         println!("no-breathing seed {seed}: {a:?}");
-        assert!(!r.alarms.iter().any(|a| a.alarm == FallAlarm::Fall));
+        assert!(!r.alarms[0].iter().any(|a| a.alarm == FallAlarm::Fall));
         // Chest motion stops at 40 s of scene time. The monitor's delay runs from the last
         // accepted breath (the alarm's onset), which the 30 s breathing window holds 11–21 s past
         // the real stop; so the alarm must come within the delay + 5 s of its onset, and within
@@ -299,93 +293,107 @@ fn breathing_that_stops_raises_no_breathing_within_the_delay_plus_5_s() {
 /// Scored on 60 seeds the thresholds never saw (the README's numbers): 101–130 and 201–230.
 /// Target: falls detected within the stillness delay + 5 s in ≥ 9 of 10, no fall alert after
 /// sitting down hard, lying down slowly or walking out, and no no-breathing alarm. **Measured
-/// 2026-11-26, scored once.** Default (burst) rule: falls 54 of 60 (90 %; missed 112, 115, 117,
-/// 125, 212, 215), fall alerts after sit-fast 37/60, lie-bed 1/60, leave 4/60. Fast-motion rule:
-/// falls 47/60 (78 %), sit-fast 7/60, lie-bed 0/60, leave 0/60. Neither meets both targets; the
-/// bounds hold each rule's measured figures.
+/// 2026-11-27, scored once after the rules were chosen on the tuning seeds.** Standard: falls
+/// 48 of 60 (missed 106, 112, 115, 117, 120, 125, 201, 212, 215, 218, 224, 225), fall alerts
+/// after sit-fast 11/60, lie-bed 0/60, leave 0/60. Fast-motion: 47/60, 5, 0, 0. Burst (the
+/// default until then, unchanged): 54/60, 37, 1, 4. No rule meets both targets; the bounds hold
+/// the measured figures.
 #[test]
 fn falls_on_unseen_seeds() {
-    score_unseen("white", &NoiseModel::white(), &BURST, &FAST);
+    score_unseen("white", &NoiseModel::white(), &unseen(), Some(&WHITE));
 }
 
 /// The same seeds under the noise measured on real quiet rooms (`NoiseModel::measured()`:
 /// correlated across subcarriers, a per-packet tilt of the spectrum, interference on 0.4 % of
-/// packets). Nothing was tuned on these runs. Measured 2026-11-26: default (burst) rule 10 of 60
-/// falls, fall alerts after sit-fast 4/60, lie-bed 0/60, leave 2/60; fast-motion rule 21 of 60,
-/// 6, 1 and 0; no no-breathing alarm. Far from the white-noise figures: see the README's
-/// "Fall, unseen seeds" row for what was tried against it and why nothing was kept.
+/// packets). Measured 2026-11-27: standard 50 of 60 falls (missed 106, 112, 115, 120, 125, 215,
+/// 218, 219, 224, 225), fall alerts after sit-fast 7/60, lie-bed 1/60, leave 0/60; fast-motion
+/// 45, 5, 0, 0; burst 10, 4, 0, 2 (an interference packet after the fall hides it: see
+/// `FallConfig::impact_hold_s`).
 #[test]
 fn falls_on_unseen_seeds_under_measured_noise() {
     score_unseen(
         "measured",
         &NoiseModel::measured(),
-        &MEASURED_BURST,
-        &MEASURED_FAST,
+        &unseen(),
+        Some(&MEASURED),
     );
 }
 
-fn score_unseen(label: &str, noise: &NoiseModel, burst_bounds: &Bounds, fast_bounds: &Bounds) {
-    let seeds = || UNSEEN.iter().flat_map(|r| r.clone());
+/// Sixty more seeds (301–330, 401–430), run once after the 2026-11-27 rules were fixed, under
+/// both noise models; prints the figures the README quotes and asserts nothing. Measured: white
+/// standard 52 of 60 falls, alerts after sit-fast 12, lie-bed 2, leave 0; fast-motion 50, 10,
+/// 0, 0; burst 54, 33, 2, 6. Measured noise: standard 50, 11, 1, 0; fast-motion 46, 6, 0, 0;
+/// burst 12, 3, 0, 2. About a minute in release, several in the dev profile:
+/// `cargo test --release -p local-agent --test accuracy_fall -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn falls_on_sixty_fresh_seeds() {
+    let seeds: Vec<u64> = (301..=330).chain(401..=430).collect();
+    score_unseen("white, fresh", &NoiseModel::white(), &seeds, None);
+    score_unseen("measured, fresh", &NoiseModel::measured(), &seeds, None);
+}
+
+fn unseen() -> Vec<u64> {
+    UNSEEN.iter().flat_map(|r| r.clone()).collect()
+}
+
+/// Prints every rule's figures on `seeds` and, with `bounds`, holds them to it.
+fn score_unseen(label: &str, noise: &NoiseModel, seeds: &[u64], bounds: Option<&[Bounds; 3]>) {
+    let seeds = || seeds.iter().copied();
     let falls = runs_under("fall", seeds(), noise);
-    let (hit, _) = detected(&falls);
-    let missed: Vec<u64> = seeds().filter(|k| !hit.contains(k)).collect();
-    println!(
-        "{label} noise, unseen falls: detected {}/{} within {} s, missed {missed:?}",
-        hit.len(),
-        falls.len(),
-        FallConfig::default().fallen_after_s + 5.0
-    );
-    let (cand_hit, _) = detected_by(&falls, true);
-    println!(
-        "{label} noise, unseen falls, fast-motion rule: detected {}/{}, missed {:?}",
-        cand_hit.len(),
-        falls.len(),
-        seeds()
-            .filter(|k| !cand_hit.contains(k))
-            .collect::<Vec<_>>()
-    );
+    let mut hits = Vec::new();
+    for (i, rule) in RULES.iter().enumerate() {
+        let (hit, _) = detected_by(&falls, i);
+        let missed: Vec<u64> = seeds().filter(|k| !hit.contains(k)).collect();
+        println!(
+            "{label} noise, unseen falls, {rule} rule: detected {}/{} within {} s, missed {missed:?}",
+            hit.len(),
+            falls.len(),
+            FallConfig::default().fallen_after_s + 5.0
+        );
+        hits.push(hit.len());
+    }
     let mut false_alarms = Vec::new();
     for scene in ["sit-fast", "lie-bed", "leave"] {
         let runs = runs_under(scene, seeds(), noise);
-        let fall_alerts = alarmed(&runs, FallAlarm::Fall);
         let nb = alarmed(&runs, FallAlarm::NoBreathing);
         println!(
-            "{label} noise, unseen {scene}: fall alerts in {}/{} runs {fall_alerts:?}, no-breathing in {} {nb:?}",
-            fall_alerts.len(),
-            runs.len(),
+            "{label} noise, unseen {scene}: no-breathing in {} {nb:?}",
             nb.len()
         );
-        let cand = alarmed_by(&runs, FallAlarm::Fall, true);
-        println!(
-            "{label} noise, unseen {scene}, fast-motion rule: fall alerts in {}/{} runs {cand:?}",
-            cand.len(),
-            runs.len()
-        );
-        false_alarms.push((scene, fall_alerts.len(), cand.len(), nb.len()));
+        assert_eq!(nb.len(), 0, "{scene}: no-breathing alarms");
+        for (i, rule) in RULES.iter().enumerate() {
+            let fall_alerts = alarmed_by(&runs, FallAlarm::Fall, i);
+            println!(
+                "{label} noise, unseen {scene}, {rule} rule: fall alerts in {}/{} runs {fall_alerts:?}",
+                fall_alerts.len(),
+                runs.len()
+            );
+            false_alarms.push((scene, i, fall_alerts.len()));
+        }
     }
-    assert!(
-        hit.len() >= burst_bounds.falls_unseen,
-        "detected {} of {}",
-        hit.len(),
-        falls.len()
-    );
-    assert!(
-        cand_hit.len() >= fast_bounds.falls_unseen,
-        "fast-motion rule: detected {} of {}",
-        cand_hit.len(),
-        falls.len()
-    );
-    for (scene, fall_alerts, fast_alerts, nb) in false_alarms {
-        let (burst, fast) = match scene {
-            "sit-fast" => (burst_bounds.sitfast.1, fast_bounds.sitfast.1),
-            "lie-bed" => (burst_bounds.liebed.1, fast_bounds.liebed.1),
-            _ => (burst_bounds.leave.1, fast_bounds.leave.1),
-        };
-        assert!(fall_alerts <= burst, "{scene}: {fall_alerts} fall alerts");
+    let Some(bounds) = bounds else {
+        return;
+    };
+    for (i, rule) in RULES.iter().enumerate() {
         assert!(
-            fast_alerts <= fast,
-            "{scene}: {fast_alerts} fall alerts under the fast-motion rule"
+            hits[i] >= bounds[i].falls_unseen,
+            "{rule} rule: detected {} of {}",
+            hits[i],
+            falls.len()
         );
-        assert_eq!(nb, 0, "{scene}: no-breathing alarms");
+    }
+    for (scene, i, alerts) in false_alarms {
+        let b = &bounds[i];
+        let bound = match scene {
+            "sit-fast" => b.sitfast.1,
+            "lie-bed" => b.liebed.1,
+            _ => b.leave.1,
+        };
+        assert!(
+            alerts <= bound,
+            "{scene}: {alerts} fall alerts under the {} rule",
+            RULES[i]
+        );
     }
 }
