@@ -22,10 +22,11 @@
 //! after the motion ended against the median `motion_burst` over those seconds (the stillness
 //! floor):
 //! - the largest sample in the `impact_peak_s` before the last movement (the last sample above
-//!   `impact_release` × the floor that has stayed above it for `impact_hold_s`) is at least
+//!   `impact_release` × the floor that closes a run of `impact_hold` blocks above it) is at least
 //!   `impact_ratio` × the floor;
-//! - the motion that ended was fast: its energy above a cut frequency over the `hf_window_s`
-//!   before the stop is at least `impact_hf` × the floor (see `high_band`); the burst-only rule
+//! - the motion that ended was fast: its energy above a cut frequency, summed over the
+//!   `hf_window_s` before the motion detector's stop but only up to that last movement, is at
+//!   least `impact_hf` × the floor (see `high_band`); the burst-only rule
 //!   ([`FallConfig::burst`]) leaves this check off;
 //! - optionally, the motion collapses to the floor within `impact_drop_s` of it;
 //! - optionally, it stands out from the motion that led to it (`impact_lead` × the median of the
@@ -54,7 +55,7 @@
 //! hangover or the 3 s settle) it was taken as "where the motion ended", so the burst was looked
 //! for around the spike and the fall was missed: under the measured noise model the burst-only
 //! rule found 10 of 60 unseen falls. Motion now has to stay above the release level for
-//! `impact_hold_s` (0.25 s: three blocks) to count as movement. The same packet in the hangover
+//! `impact_hold` blocks (three: 0.3 s) to count as movement. The same packet in the hangover
 //! also reads as the fastest motion there is (a lone outlier's second difference is twice its
 //! first), so the high-band sum stops where the motion really ended: with the hold alone, the
 //! setting that found the most tuning falls raised 13 fall alarms over eight capped simulated
@@ -166,7 +167,9 @@ pub struct FallConfig {
     /// The frequency that counts as fast, as the ratio of second to first packet differences a
     /// fluctuation at that frequency gives (2·sin(π f / rate): 1.4 is ~25 Hz at 100 packets/s).
     pub hf_cut: f64,
-    /// Seconds before the end of the motion episode over which the fast energy is summed.
+    /// Seconds before the motion detector's stop over which the fast energy is summed. The sum
+    /// stops at the last movement, so the part of the window in the detector's hangover adds
+    /// nothing; the settings were tuned with the window so measured.
     pub hf_window_s: f64,
     /// Motion above `impact_release` × floor still counts as movement when finding where the
     /// episode really ended.
@@ -181,13 +184,13 @@ pub struct FallConfig {
     pub stir_ratio: f64,
     /// Seconds of stillness over which the floor is measured (the impact is judged then).
     pub settle_s: f64,
-    /// Motion counts as movement when finding where the episode really ended only once it has
-    /// stayed above `impact_release` × floor for this many seconds. One corrupted packet (the
+    /// Motion counts as movement when finding where the episode really ended only once this many
+    /// consecutive 0.1 s blocks are above `impact_release` × floor. One corrupted packet (the
     /// interference real receivers show, 0.15 % of packets in the ESPectre quiet rooms, median)
-    /// lifts one 0.1 s block, or two when it straddles them, far above the floor; taken as the
-    /// last movement, it hid the fall's burst behind it. 0 takes any single sample (the burst
-    /// rule, as it was).
-    pub impact_hold_s: f64,
+    /// lifts one block, or two when it straddles them, far above the floor; taken as the last
+    /// movement, it hid the fall's burst behind it. Counted in blocks, not seconds, so a pause in
+    /// the estimates cannot shorten it. 1 takes any single block (the burst rule, as it was).
+    pub impact_hold: usize,
     /// Continuous movement that ends `impact`, `fallen` or `no_breathing`.
     pub clear_motion_s: f64,
     /// Seconds `cleared` is shown before `monitoring`.
@@ -212,7 +215,7 @@ impl Default for FallConfig {
             impact_drop_s: f64::INFINITY,
             stir_ratio: 1.35,
             settle_s: 3.0,
-            impact_hold_s: 0.25,
+            impact_hold: 3,
             clear_motion_s: 2.0,
             cleared_hold_s: 30.0,
         }
@@ -241,7 +244,7 @@ impl FallConfig {
         Self {
             impact_ratio: 2.3,
             impact_hf: 0.0,
-            impact_hold_s: 0.0,
+            impact_hold: 1,
             ..Self::default()
         }
     }
@@ -321,6 +324,10 @@ pub struct FallMonitor {
     floor: Option<f64>,
     /// Times of recent stirs (last `STIR_MEMORY_S`).
     stirs: VecDeque<f64>,
+    /// `Estimates::motion_tick` of the newest history sample: the runner publishes estimates on
+    /// every batch of packets, so the same 0.1 s block is seen many times, and the impact rules
+    /// (a run of blocks, a sum over blocks) must count it once.
+    last_tick: Option<u64>,
 }
 
 impl FallMonitor {
@@ -350,6 +357,7 @@ impl FallMonitor {
             alarm: None,
             floor: None,
             stirs: VecDeque::new(),
+            last_tick: None,
         }
     }
 
@@ -404,8 +412,12 @@ impl FallMonitor {
         } else {
             0.0
         };
-        self.history.push_back((t_s, burst, e.moving));
-        self.history_d2.push_back(d2);
+        // A tick of 0 is unknown (estimates built by hand): every observation is a new block.
+        if e.motion_tick == 0 || self.last_tick != Some(e.motion_tick) {
+            self.last_tick = Some(e.motion_tick);
+            self.history.push_back((t_s, burst, e.moving));
+            self.history_d2.push_back(d2);
+        }
         while self
             .history
             .front()
@@ -647,21 +659,15 @@ impl FallMonitor {
         let floor = floor.max(1e-6);
         let release = self.cfg.impact_release * floor;
         let now = self.last_t;
-        // Where the motion really ended: the last sample above the release level that has been
-        // above it for `impact_hold_s` (a single corrupted packet lifts one or two blocks).
-        let recent: Vec<&(f64, f64, bool)> = self
-            .history
-            .iter()
-            .filter(|(t, _, _)| now - t <= IMPACT_LOOKBACK_S)
-            .collect();
-        let Some(t_last) = (0..recent.len()).rev().find_map(|i| {
-            let (t, _, _) = *recent[i];
-            recent[..=i]
-                .iter()
-                .rev()
-                .take_while(|(s, _, _)| t - s <= self.cfg.impact_hold_s)
-                .all(|(_, b, _)| *b > release)
-                .then_some(t)
+        // Where the motion really ended: the last block above the release level that closes a
+        // run of `impact_hold` blocks above it (a corrupted packet lifts one or two blocks).
+        let hold = self.cfg.impact_hold.max(1);
+        let blocks = &self.history;
+        let Some(t_last) = (hold - 1..blocks.len()).rev().find_map(|i| {
+            let (t, _, _) = blocks[i];
+            (now - t <= IMPACT_LOOKBACK_S
+                && blocks.range(i + 1 - hold..=i).all(|(_, b, _)| *b > release))
+            .then_some(t)
         }) else {
             return false;
         };
@@ -907,9 +913,9 @@ mod tests {
     /// was then looked for around it.
     #[test]
     fn a_lone_spike_after_the_fall_does_not_hide_it() {
-        for (hold, fall) in [(FallConfig::default().impact_hold_s, true), (0.0, false)] {
+        for (hold, fall) in [(FallConfig::default().impact_hold, true), (1, false)] {
             let mut m = FallMonitor::new(FallConfig {
-                impact_hold_s: hold,
+                impact_hold: hold,
                 ..FallConfig::default()
             });
             let mut t = 0.0;

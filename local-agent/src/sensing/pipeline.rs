@@ -96,6 +96,11 @@ pub struct Estimates {
     /// fluctuation at f Hz, so it reads how fast the reflecting body moves (the Doppler of the
     /// paths) whatever its distance to the link.
     pub motion_burst_d2: f64,
+    /// Grid ticks behind `motion_burst` (the most of any link): it changes once per 0.1 s block,
+    /// however often the estimates are read, so the fall monitor counts each block once. 0 before
+    /// the first tick.
+    #[serde(skip)]
+    pub motion_tick: u64,
     /// Seconds of still data the vitals window of the most advanced present link holds (a rate
     /// needs a full window: `VitalsConfig::breath_min_window` grid samples).
     pub still_s: f64,
@@ -191,6 +196,8 @@ struct LinkView {
     calibration: CalibrationStatus,
     burst: f64,
     burst_d2: f64,
+    /// Grid ticks this link has published (`Estimates::motion_tick`).
+    ticks: u64,
     still_s: f64,
     wave: Option<std::sync::Arc<[f32]>>,
     wave_snr: f64,
@@ -555,6 +562,7 @@ impl Link {
             calibration: self.motion.calibration(),
             burst,
             burst_d2,
+            ticks: self.view.ticks + 1,
             still_s: self.vitals.still_samples() as f64 * tick_s,
             wave: self.vitals.breathing_wave.clone(),
             wave_snr: b.snr.unwrap_or(0.0),
@@ -721,6 +729,7 @@ impl Pipeline {
             e.moving |= v.moving;
             all_sealed &= v.sealed;
             e.motion = e.motion.max(v.motion);
+            e.motion_tick = e.motion_tick.max(v.ticks);
             if v.burst > e.motion_burst {
                 e.motion_burst = v.burst;
                 e.motion_burst_d2 = v.burst_d2;
