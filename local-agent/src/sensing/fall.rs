@@ -78,7 +78,7 @@
 //! Neither meets "9 falls in 10 and no false alert". Some falls land with little fast energy (a
 //! slow topple, or a landing the link sees weakly) and a few hard sits reach the band (the
 //! cushion's rebound and the braced legs). The default gives up six white-noise falls of the old
-//! rule for working under interference at all (10 → 50 of 60) and a quarter of its alerts after
+//! rule for working under interference at all (10 → 50 of 60) and for 70 % fewer alerts after
 //! hard sits (37 → 11). Treat every rule as best-effort.
 //!
 //! **No breathing needs a track the sensor has shown it can hold.** The estimator's `None` is
